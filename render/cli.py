@@ -1,0 +1,116 @@
+"""Command line: ``render key=value ...`` renders; ``render models ...`` manages model files.
+
+Exit codes: 0 done · 2 usage or configuration error · 3 bad input media · 4 model missing or
+corrupt · 5 render failed · 130 interrupted. Every non-zero exit prints one line on stderr; a
+traceback only with ``--debug``.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .config import help_text, load_config, parse_overrides, profile_models
+from .errors import Interrupted, RenderError, UsageError
+
+log = logging.getLogger("render")
+
+USAGE = """\
+usage: render [--debug] [key=value ...]
+       render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
+                          | verify [dir=DIR] [NAME ...] | convert NAME fp16
+       render --help [profile=P]     every key with its value in profile P (default: moderate)
+
+Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
+Without target=, renders every video and image in input_dir with input_dir/source.(jpg|png) into
+output_dir. Exit codes: 0 done, 2 usage/config, 3 bad input media, 4 model missing or corrupt,
+5 render failed, 130 interrupted.
+"""
+
+
+def _setup_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("render: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    for noisy in ("urllib3", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _on_sigterm(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    raise Interrupted("terminated")
+
+
+def _models_command(args: list[str]) -> int:
+    from .models.commands import main as models_main
+
+    # dir= and manifest= may be given to the models commands the same way as to a render.
+    render_keys = {"models.dir", "models.manifest", "cache_dir"}
+    overrides = {}
+    rest = []
+    for a in args:
+        key, sep, value = a.partition("=")
+        if sep and key in render_keys:
+            overrides[key] = value
+        else:
+            rest.append(a)
+    cfg = load_config(parse_overrides([f"{k}={v}" for k, v in overrides.items()]))
+    return models_main(rest, models_dir=cfg.models_dir, cache_dir=cfg.cache_path,
+                       manifest_paths=[Path(p) for p in cfg.models.manifest],
+                       profiles=profile_models())
+
+
+def run(argv: Sequence[str]) -> int:
+    args = list(argv)
+    if args and args[0] == "models":
+        return _models_command(args[1:])
+    if "-h" in args or "--help" in args or "help" in args[:1]:
+        rest = [a for a in args if a not in ("-h", "--help", "help")]
+        cfg = load_config(parse_overrides(rest))
+        sys.stdout.write(USAGE + f"\nkeys (values from profile {cfg.profile}):\n"
+                         + help_text(cfg) + "\n")
+        return 0
+    if "--version" in args:
+        sys.stdout.write(f"render {__version__}\n")
+        return 0
+    flags = [a for a in args if a.startswith("-")]
+    if flags:
+        raise UsageError(f"unknown option {flags[0]}; keys are given as key=value, see render --help")
+    from .app import render_all
+
+    cfg = load_config(parse_overrides(args))
+    return render_all(cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    _setup_logging(debug)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return run(args)
+    except RenderError as exc:
+        if debug:
+            log.exception("failed")
+        sys.stderr.write(f"render: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("render: error: interrupted\n")
+        return Interrupted.exit_code
+    except Exception as exc:  # noqa: BLE001 - last resort: still one line and a code
+        if debug:
+            raise
+        sys.stderr.write(f"render: error: internal error: {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())} (run with --debug for a traceback)\n")
+        return 5
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

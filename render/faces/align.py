@@ -1,0 +1,51 @@
+"""5-point similarity warps onto each model's template, and their inverses."""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+# (x, y) as fractions of the crop side; see docs: production model contracts.
+TEMPLATES: dict[str, np.ndarray] = {
+    "arcface_112_v2": np.array([[0.34191607, 0.46157411], [0.65653393, 0.45983393],
+                                [0.50022500, 0.64050536], [0.37097589, 0.82469196],
+                                [0.63151696, 0.82325089]], dtype=np.float32),
+    "arcface_128": np.array([[0.36167656, 0.40387734], [0.63696719, 0.40235469],
+                             [0.50019687, 0.56044219], [0.38710391, 0.72160547],
+                             [0.61507734, 0.72034453]], dtype=np.float32),
+    "ffhq_512": np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813],
+                          [0.50123859, 0.61331904], [0.39308822, 0.72541100],
+                          [0.61150205, 0.72490465]], dtype=np.float32),
+}
+
+
+def template_points(template: str, size: int) -> np.ndarray:
+    try:
+        return TEMPLATES[template] * size
+    except KeyError:
+        raise ValueError(f"unknown alignment template {template!r}; known: {', '.join(TEMPLATES)}") \
+            from None
+
+
+def estimate(kps: np.ndarray, template: str, size: int) -> np.ndarray:
+    """2×3 similarity matrix mapping frame points onto the template scaled to ``size``."""
+    dst = template_points(template, size)
+    matrix, _ = cv2.estimateAffinePartial2D(kps.astype(np.float32), dst, method=cv2.LMEDS)
+    if matrix is None:  # degenerate points: fall back to the exact least-squares solution
+        matrix, _ = cv2.estimateAffinePartial2D(kps.astype(np.float32), dst, method=cv2.RANSAC,
+                                                ransacReprojThreshold=1e9)
+    return matrix.astype(np.float32)
+
+
+def warp(frame: np.ndarray, matrix: np.ndarray, size: int) -> np.ndarray:
+    """The ``size``×``size`` aligned crop."""
+    return cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_REPLICATE)
+
+
+def invert(matrix: np.ndarray) -> np.ndarray:
+    return cv2.invertAffineTransform(matrix).astype(np.float32)
+
+
+def transform_points(points: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    pts = np.asarray(points, dtype=np.float32).reshape(-1, 2)
+    return pts @ matrix[:, :2].T + matrix[:, 2]

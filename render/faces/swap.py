@@ -1,0 +1,97 @@
+"""inswapper_128: arcface_128 crops in, swapped crops out; emap from the last initializer."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ..errors import ModelError
+from ..runtime import LazySession
+
+log = logging.getLogger(__name__)
+
+_ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
+
+
+def read_emap(path: Path) -> np.ndarray:
+    """The 512×512 matrix stored as the model's LAST graph initializer."""
+    model = onnx.load(str(path), load_external_data=False)
+    if not model.graph.initializer:
+        raise ModelError(f"swapper {path} has no initializers; expected emap as the last one")
+    emap = numpy_helper.to_array(model.graph.initializer[-1]).astype(np.float32)
+    if emap.shape != (512, 512):
+        raise ModelError(f"swapper {path}: last initializer has shape {emap.shape}, expected emap "
+                         f"(512, 512)")
+    return emap
+
+
+def load_emap(path: Path, model_sha: str, cache_dir: Path) -> np.ndarray:
+    """:func:`read_emap`, cached as .npy by the model's SHA-256 (parsing 500 MB costs seconds)."""
+    cached = cache_dir / "emap" / f"{model_sha[:32]}.npy"
+    try:
+        emap = np.load(cached, allow_pickle=False)
+        if emap.shape == (512, 512):
+            return emap
+    except (OSError, ValueError):
+        pass
+    emap = read_emap(path)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            np.save(f, emap)
+        tmp.replace(cached)
+    except OSError as exc:
+        log.warning("cannot cache emap in %s: %s", cached.parent, exc)
+    return emap
+
+
+def input_dtype(type_name: str) -> type:
+    try:
+        return _ORT_DTYPES[type_name]
+    except KeyError:
+        raise ModelError(f"unsupported model input type {type_name}") from None
+
+
+def accepts_batch(shape: list) -> bool:
+    """True when the first dimension is symbolic (a dynamic batch)."""
+    return not (isinstance(shape[0], int) and shape[0] > 0)
+
+
+class Swapper:
+    template = "arcface_128"
+    size = 128
+
+    def __init__(self, lazy: LazySession, emap: np.ndarray) -> None:
+        self.lazy = lazy
+        self.emap = emap
+
+    def latent(self, embedding: np.ndarray) -> np.ndarray:
+        """(e · emap) / ‖e‖ for the raw source embedding e."""
+        e = np.asarray(embedding, np.float32).reshape(1, -1)
+        return (e @ self.emap) / max(float(np.linalg.norm(e)), 1e-12)
+
+    @property
+    def max_batch(self) -> int | None:
+        """None when the model takes any batch size, else its fixed batch."""
+        shape = self.lazy.session.get_inputs()[0].shape
+        return None if accepts_batch(shape) else int(shape[0])
+
+    def swap(self, crops: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        """(N,128,128,3) BGR uint8 crops → (N,128,128,3) BGR uint8, in one call."""
+        session = self.lazy.session
+        inputs = {i.name: i for i in session.get_inputs()}
+        if "target" not in inputs or "source" not in inputs:
+            raise ModelError(f"swapper inputs are {sorted(inputs)}, expected 'target' and 'source'")
+        t_dtype = input_dtype(inputs["target"].type)
+        s_dtype = input_dtype(inputs["source"].type)
+        n = crops.shape[0]
+        target = (crops[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
+        source = np.repeat(latent.reshape(1, -1), n, axis=0)
+        out = session.run(None, {"target": np.ascontiguousarray(target, dtype=t_dtype),
+                                 "source": source.astype(s_dtype)})[0]
+        out = np.clip(np.asarray(out, np.float32), 0.0, 1.0).transpose(0, 2, 3, 1)[..., ::-1]
+        return np.rint(out * 255.0).astype(np.uint8)

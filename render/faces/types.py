@@ -1,0 +1,20 @@
+"""The face record every stage passes along."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Face:
+    """One detected face in frame pixel coordinates."""
+
+    box: np.ndarray      # (4,) float32 x1, y1, x2, y2
+    kps: np.ndarray      # (5, 2) float32: left eye, right eye, nose tip, left and right mouth corners
+    score: float
+
+    @property
+    def area(self) -> float:
+        x1, y1, x2, y2 = self.box
+        return float(max(0.0, x2 - x1) * max(0.0, y2 - y1))

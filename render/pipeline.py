@@ -1,0 +1,272 @@
+"""Streaming: a reader thread, the face stage and a writer thread joined by bounded queues.
+
+Frames in flight (decoded but not yet handed to the encoder) never exceed ``frames_in_flight``:
+the reader takes a slot before it decodes a frame and the writer gives it back after encoding.
+The face stage gathers the frames that are ready (up to half the slots, so decoding goes on
+meanwhile) and batches their face crops through the swapper and enhancer. A frame without a
+selected face goes through untouched.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import cv2
+import numpy as np
+
+from .faces import align
+from .faces.composite import paste
+from .faces.detect import Detector
+from .faces.enhance import Enhancer
+from .faces.swap import Swapper
+from .faces.types import Face
+from .progress import Progress
+
+log = logging.getLogger(__name__)
+
+STAGES = ("decode", "detect", "embed", "swap", "enhance", "composite", "encode")
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage; each stage is written by one thread only."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    frames: int = 0
+    faces: int = 0
+    first_frame_at: float | None = None   # perf_counter when the first frame was encoded
+
+    def add(self, stage: str, dt: float) -> None:
+        self.seconds[stage] += dt
+
+    def ms_per_frame(self) -> dict[str, float]:
+        n = max(self.frames, 1)
+        return {k: v * 1000.0 / n for k, v in self.seconds.items()}
+
+
+def _timed(times: StageTimes, stage: str, fn: Callable, *args):
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        times.add(stage, time.perf_counter() - t0)
+
+
+def run_batched(fn: Callable[[np.ndarray], np.ndarray], crops: np.ndarray, batch: int,
+                max_batch: int | None) -> np.ndarray:
+    """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed one."""
+    step = max(1, batch) if max_batch is None else max_batch
+    return np.concatenate([fn(crops[i:i + step]) for i in range(0, len(crops), step)])
+
+
+class FaceTracker:
+    """Moves the last detections along with the image (pyramidal Lucas-Kanade on the 5 points)."""
+
+    def __init__(self) -> None:
+        self._gray: np.ndarray | None = None
+        self._faces: list[Face] = []
+
+    def reset(self, frame: np.ndarray, faces: list[Face]) -> None:
+        self._gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        self._faces = faces
+
+    def track(self, frame: np.ndarray) -> list[Face]:
+        gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        faces = []
+        if self._faces and self._gray is not None:
+            pts = np.concatenate([f.kps for f in self._faces]).astype(np.float32).reshape(-1, 1, 2)
+            new, status, _ = cv2.calcOpticalFlowPyrLK(self._gray, gray, pts, None,
+                                                      winSize=(21, 21), maxLevel=3)
+            new = new.reshape(-1, 5, 2)
+            ok = status.reshape(-1, 5).all(axis=1)
+            for face, kps, good in zip(self._faces, new, ok):
+                if not good:
+                    continue
+                shift = (kps - face.kps).mean(axis=0)
+                faces.append(Face(box=face.box + np.tile(shift, 2), kps=kps.astype(np.float32),
+                                  score=face.score))
+        self._gray, self._faces = gray, faces
+        return faces
+
+
+class FaceStage:
+    """detect → select → align → swap (batched) → enhance (batched) → mask → paste back."""
+
+    def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
+                 swapper: Swapper, latent: np.ndarray, swap_mask: np.ndarray,
+                 enhancer: Enhancer | None = None, enhance_mask: np.ndarray | None = None,
+                 batch_size: int = 1, detect_every: int = 1, times: StageTimes | None = None) -> None:
+        self.detector = detector
+        self.select = select
+        self.swapper = swapper
+        self.latent = latent
+        self.swap_mask = swap_mask
+        self.enhancer = enhancer
+        self.enhance_mask = enhance_mask
+        self.batch_size = batch_size
+        self.detect_every = detect_every
+        self.times = times or StageTimes()
+        self._index = 0
+        self._tracker = FaceTracker() if detect_every > 1 else None
+
+    def _faces(self, frame: np.ndarray) -> list[Face]:
+        tracking = self._tracker is not None and self._index % self.detect_every != 0
+        self._index += 1
+        if tracking:
+            return _timed(self.times, "detect", self._tracker.track, frame)
+        faces = _timed(self.times, "detect", self.detector.detect, frame)
+        chosen = _timed(self.times, "embed", self.select, frame, faces)
+        if self._tracker is not None:
+            self._tracker.reset(frame, chosen)
+        return chosen
+
+    def _crops(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], template: str,
+               size: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        matrices = [align.estimate(face.kps, template, size) for _, face in faces]
+        crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
+        return crops, matrices
+
+    def process(self, frames: list[np.ndarray]) -> None:
+        """Swap the selected faces of ``frames`` in place."""
+        faces = [(i, face) for i, frame in enumerate(frames) for face in self._faces(frame)]
+        if not faces:
+            return
+        self.times.faces += len(faces)
+        sw = self.swapper
+        t0 = time.perf_counter()
+        crops, matrices = self._crops(frames, faces, sw.template, sw.size)
+        self.times.add("composite", time.perf_counter() - t0)
+        swapped = _timed(self.times, "swap", run_batched,
+                         lambda c: sw.swap(c, self.latent), crops, self.batch_size, sw.max_batch)
+        t0 = time.perf_counter()
+        for (i, _), crop, m in zip(faces, swapped, matrices):
+            paste(frames[i], crop, m, self.swap_mask)
+        self.times.add("composite", time.perf_counter() - t0)
+        if self.enhancer is None:
+            return
+        en = self.enhancer
+        t0 = time.perf_counter()
+        crops, matrices = self._crops(frames, faces, en.template, en.size)
+        self.times.add("composite", time.perf_counter() - t0)
+        enhanced = _timed(self.times, "enhance", run_batched, en.enhance, crops, self.batch_size,
+                          en.max_batch)
+        t0 = time.perf_counter()
+        for (i, _), crop, m in zip(faces, enhanced, matrices):
+            paste(frames[i], crop, m, self.enhance_mask)
+        self.times.add("composite", time.perf_counter() - t0)
+
+
+_DONE = object()
+
+
+class _Failure:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
+           process: Callable[[list[np.ndarray]], None], *, frames_in_flight: int,
+           times: StageTimes, progress: Progress | None = None) -> int:
+    """Run reader → ``process`` → writer with at most ``frames_in_flight`` frames in the system.
+
+    Returns the number of frames written. Any failure in a thread stops the others and is
+    re-raised here; KeyboardInterrupt in the caller's thread stops everything too.
+    """
+    slots = threading.Semaphore(max(1, frames_in_flight))
+    stop = threading.Event()
+    in_q: queue.Queue = queue.Queue()
+    out_q: queue.Queue = queue.Queue()
+    gather = max(1, frames_in_flight // 2)
+    written = 0
+
+    def acquire() -> bool:
+        while not stop.is_set():
+            if slots.acquire(timeout=0.1):
+                return True
+        return False
+
+    def reader() -> None:
+        it: Iterator[np.ndarray] = iter(frames)
+        try:
+            while acquire():
+                t0 = time.perf_counter()
+                frame = next(it, None)
+                times.add("decode", time.perf_counter() - t0)
+                if frame is None:
+                    slots.release()
+                    break
+                in_q.put(frame)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            in_q.put(_Failure(exc))
+            return
+        in_q.put(_DONE)
+
+    def writer() -> None:
+        nonlocal written
+        try:
+            while True:
+                try:
+                    item = out_q.get(timeout=0.1)
+                except queue.Empty:
+                    if stop.is_set():
+                        return
+                    continue
+                if item is _DONE:
+                    return
+                t0 = time.perf_counter()
+                write(item)
+                times.add("encode", time.perf_counter() - t0)
+                written += 1
+                times.frames = written
+                if times.first_frame_at is None:
+                    times.first_frame_at = time.perf_counter()
+                slots.release()
+                if progress is not None:
+                    progress.update(1)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            writer_failure.append(exc)
+            stop.set()
+
+    writer_failure: list[BaseException] = []
+    threads = [threading.Thread(target=reader, name="render-reader", daemon=True),
+               threading.Thread(target=writer, name="render-writer", daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        finished = False
+        while not finished:
+            item = in_q.get()
+            if isinstance(item, _Failure):
+                raise item.exc
+            if item is _DONE:
+                break
+            batch = [item]
+            while len(batch) < gather:
+                try:
+                    nxt = in_q.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(nxt, _Failure):
+                    raise nxt.exc
+                if nxt is _DONE:
+                    finished = True
+                    break
+                batch.append(nxt)
+            if writer_failure:
+                raise writer_failure[0]
+            process(batch)
+            for frame in batch:
+                out_q.put(frame)
+        out_q.put(_DONE)
+        threads[1].join()
+        if writer_failure:
+            raise writer_failure[0]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+    return written

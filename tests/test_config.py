@@ -1,0 +1,118 @@
+"""Configuration: profiles + overrides → one validated object; errors name file, key, expectation."""
+from pathlib import Path
+
+import pytest
+
+from render import config as c
+from render.errors import ConfigError, UsageError
+
+
+def test_profiles_load_and_differ():
+    low, mod, high = (c.load_config({"profile": p}, env={}) for p in ("low", "moderate", "high"))
+    assert low.swap.precision == "fp16" and high.swap.precision == "fp32"
+    assert low.detect.size < high.detect.size == 640
+    assert low.mask.type == "box" and high.mask.type == "feather"
+    assert not low.enhance.enabled and high.enhance.enabled
+    assert low.execution.frames_in_flight < mod.execution.frames_in_flight \
+        < high.execution.frames_in_flight
+    assert low.execution.memory_strategy == "low"
+
+
+def test_each_profile_says_what_card_it_is_for():
+    for name in c.profile_names():
+        first = c.profile_path(name).read_text().splitlines()[0]
+        assert first.startswith("#") and ("GB" in first), first
+
+
+def test_overrides_are_typed_and_win():
+    cfg = c.load_config({"profile": "low", "detect.size": "640", "enhance.enabled": "yes",
+                         "execution.providers": "cuda,cpu", "mask.blur": "0.5"}, env={})
+    assert cfg.detect.size == 640 and cfg.enhance.enabled is True
+    assert cfg.execution.providers == ("cuda", "cpu") and cfg.mask.blur == 0.5
+
+
+def test_config_is_immutable():
+    cfg = c.load_config({}, env={})
+    with pytest.raises(Exception):
+        cfg.detect.size = 1  # type: ignore[misc]
+
+
+def test_environment_defaults_are_below_the_command_line():
+    cfg = c.load_config({}, env={"RENDER_MODELS_DIR": "/m", "RENDER_CACHE_DIR": "/c"})
+    assert cfg.models_dir == Path("/m") and cfg.cache_path == Path("/c")
+    cfg = c.load_config({"models.dir": "/x"}, env={"RENDER_MODELS_DIR": "/m"})
+    assert cfg.models_dir == Path("/x")
+
+
+@pytest.mark.parametrize("key,value,expect", [
+    ("detect.size", "abc", "detect.size: expected an integer between 128 and 1280 (a multiple of 32)"),
+    ("detect.size", "650", "a multiple of 32"),
+    ("detect.score", "1.5", "detect.score: expected a number between 0 and 1"),
+    ("swap.precision", "int8", "swap.precision: expected one of fp32, fp16, got 'int8'"),
+    ("enhance.enabled", "maybe", "expected true or false"),
+    ("execution.providers", "cuda,gpu", "expected a list of tensorrt|cuda|cpu"),
+])
+def test_bad_values_name_key_and_expectation(key, value, expect):
+    with pytest.raises(ConfigError) as e:
+        c.load_config({key: value}, env={})
+    assert expect in str(e.value) and "command line" in str(e.value)
+
+
+def test_unknown_key_names_nearest():
+    with pytest.raises(UsageError) as e:
+        c.parse_overrides(["detect.sise=3"])
+    assert "unknown key 'detect.sise'" in str(e.value) and "detect.size" in str(e.value)
+    with pytest.raises(UsageError) as e:
+        c.parse_overrides(["size=3"])
+    assert "detect.size" in str(e.value)
+    with pytest.raises(UsageError):
+        c.parse_overrides(["novalue"])
+
+
+def test_unknown_profile_lists_profiles():
+    with pytest.raises(ConfigError) as e:
+        c.load_config({"profile": "ultra"}, env={})
+    assert "unknown profile 'ultra'" in str(e.value) and "low" in str(e.value)
+
+
+def test_profile_file_errors_name_the_file(tmp_path):
+    p = tmp_path / "mine.yaml"
+    p.write_text("detect:\n  size: 999\n")
+    with pytest.raises(ConfigError) as e:
+        c.load_config({"profile": str(p)}, env={})
+    assert str(p) in str(e.value) and "detect.size" in str(e.value)
+    p.write_text("detect:\n  colour: red\n")
+    with pytest.raises(ConfigError) as e:
+        c.load_config({"profile": str(p)}, env={})
+    assert str(p) in str(e.value) and "detect.colour" in str(e.value)
+    p.write_text("detect: [1, 2\n")
+    with pytest.raises(ConfigError) as e:
+        c.load_config({"profile": str(p)}, env={})
+    assert "not valid YAML" in str(e.value)
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("2-5", c.Trim(2.0, 5.0, "s")), ("1.5-", c.Trim(1.5, None, "s")),
+    ("10f-40f", c.Trim(10, 40, "f")), ("", None)])
+def test_trim(text, expect):
+    assert c.parse_trim(text) == expect
+
+
+@pytest.mark.parametrize("text", ["5-2", "a-b", "3f-4s", "-"])
+def test_bad_trim(text):
+    with pytest.raises(ConfigError):
+        c.parse_trim(text)
+
+
+def test_help_lists_every_key_with_its_default():
+    cfg = c.load_config({"profile": "low"}, env={})
+    text = c.help_text(cfg)
+    for key in c.SCHEMA:
+        assert f"  {key}=" in text
+    assert "detect.size=320" in text and "swap.precision=fp16" in text
+
+
+def test_required_models_follow_the_profile():
+    assert ("inswapper_128", "fp16") in c.required_models(c.load_config({"profile": "low"}, env={}))
+    high = c.required_models(c.load_config({"profile": "high"}, env={}))
+    assert ("gfpgan_1.4", "fp32") in high
