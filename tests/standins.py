@@ -1,0 +1,444 @@
+"""Small stand-in ONNX models that keep the production models' exact I/O contracts.
+
+No real weights can be downloaded for the test suite or the benchmark, so these builders write tiny
+ONNX graphs (opset 17, IR version 8) with the same input/output names, shapes, dtypes, normalisation
+and value ranges as the production files described in ``shared/docs/models.md``. Every graph does
+deterministic, content-dependent work so tests can assert what happened to what they drew.
+
+Public API
+----------
+``make_scrfd(path, *, gflops=0.0)``
+    SCRFD detector stand-in: a scale-selective centre-surround detector of "faceness"
+    ``f = clip(R_n - B_n, 0, 1)`` (normalised red minus normalised blue, so the fixture face colour
+    BGR (60, 140, 230) is face and grey/blue backgrounds are not). A filled square of side ``D`` px
+    (in detector-input pixels) is detected best at the stride ``s`` with ``4*s == D``:
+    D=32 -> stride 8, D=64 -> stride 16, D=128 -> stride 32; its box (side ``4*s``) is centred on the
+    anchor nearest the square's centre.
+    score = clip(inner - 2 * ring, 0, 1), where inner is the mean faceness over the 4s x 4s window
+    centred on the anchor and ring the mean over the 8s x 8s window minus the inner window. (A surround
+    weight of 2 rather than 1 keeps the corners of a square twice the stride's size below 0.2, so
+    a square gives one detection, not extra small boxes at its corners.) Scores are then kept only
+    at the maximum of each 3 x 3 cell neighbourhood (fixed tie-break), others set to 0, so a square
+    anywhere between anchors yields exactly one box after threshold 0.5 + NMS 0.4. A square of side
+    4s gives a peak score of 1.0 when centred on an anchor and >= ~0.6 anywhere between anchors.
+``make_arcface(path, *, gflops=0.0)``
+``make_inswapper(path, *, fp16=False, dynamic_batch=False, gflops=0.0, null=False)``
+``make_gfpgan(path, *, dynamic_batch=False, gflops=0.0, null=False)``
+``write_standins(dir, *, gflops=0.0, null=False, dynamic_batch=False) -> dict[str, dict]``
+    Writes all five files plus ``dir/manifest.yaml`` (the manifest format of notes/INTERFACES.md,
+    entries named like the production models) and returns the ``models`` mapping of that manifest.
+
+Notes for the renderer
+----------------------
+* ``emap`` (512 x 512) is the LAST graph initializer of every inswapper stand-in. In the fp32 file it
+  is float32; in the fp16 file it is float16 (like a float16-converted model: every initializer is
+  float16). Cast it to float32 before computing ``latent = (e . emap) / ||e||``.
+* The fp16 swapper declares float16 inputs and output and computes in float16: cast what you feed
+  to the dtype the file declares.
+* ``gflops`` adds a chain of 512 x 512 MatMuls that depends on the input (so it cannot be constant
+  folded) and whose result is multiplied by 0 and added to the output: outputs are bit-identical.
+* Builds are byte-deterministic: fixed ``numpy.random.RandomState`` seeds, no timestamps.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from pathlib import Path
+from typing import Mapping, Union
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+
+# Templates (x, y as fractions of the crop side), from shared/docs/models.md.
+ARCFACE_112_V2 = np.array(
+    [
+        (0.34191607, 0.46157411),
+        (0.65653393, 0.45983393),
+        (0.50022500, 0.64050536),
+        (0.37097589, 0.82469196),
+        (0.63151696, 0.82325089),
+    ],
+    dtype=np.float64,
+)
+
+STRIDES = (8, 16, 32)
+ANCHORS_PER_CELL = 2
+SURROUND_WEIGHT = 2.0
+
+FILES = {
+    "scrfd_2.5g": "scrfd_2.5g.onnx",
+    "arcface_w600k_r50": "arcface_w600k_r50.onnx",
+    "inswapper_128": "inswapper_128.onnx",
+    "inswapper_128_fp16": "inswapper_128_fp16.onnx",
+    "gfpgan_1.4": "gfpgan_1.4.onnx",
+}
+
+_DUMMY_N = 512  # side of the MatMul chain used to emulate heavier models
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+# --------------------------------------------------------------------------------------- helpers
+class _Graph:
+    """Tiny builder: collects nodes and initializers, hands out unique tensor names."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._n = 0
+
+    def name(self, hint: str) -> str:
+        self._n += 1
+        return f"{self.prefix}/{hint}_{self._n}"
+
+    def const(self, array: np.ndarray, hint: str = "c", *, name: str | None = None) -> str:
+        tname = name or self.name(hint)
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), tname))
+        return tname
+
+    def op(self, op_type: str, inputs: list[str], hint: str | None = None, *, output: str | None = None,
+           **attrs) -> str:
+        out = output or self.name(hint or op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=self.name(op_type), **attrs))
+        return out
+
+
+def _np_dtype(elem_type: int):
+    return np.float16 if elem_type == TensorProto.FLOAT16 else np.float32
+
+
+def _dummy_zero(g: _Graph, source: str, elem_type: int, gflops: float) -> str | None:
+    """Emulate ``gflops`` of extra compute that depends on ``source``; returns a scalar 0 tensor name.
+
+    A = W * (1 + mean(source)); then A = A @ W, repeated. W = 1/n everywhere is idempotent, so values
+    stay bounded (no inf/NaN, so ``x * 0`` is exactly 0). The final ReduceSum is multiplied by 0.
+    """
+    if not gflops or gflops <= 0:
+        return None
+    dt = _np_dtype(elem_type)
+    n = _DUMMY_N
+    count = max(1, int(math.ceil(gflops * 1e9 / (2.0 * n**3))))
+    w = g.const(np.full((n, n), 1.0 / n, dtype=dt), "dummy_w")
+    t = g.op("ReduceMean", [source], "dummy_mean", keepdims=0)
+    a = g.op("Add", [g.op("Mul", [w, t]), w], "dummy_a")
+    for _ in range(count):
+        a = g.op("MatMul", [a, w], "dummy_mm")
+    s = g.op("ReduceSum", [a], "dummy_sum", keepdims=0)
+    return g.op("Mul", [s, g.const(np.array(0.0, dtype=dt), "zero")], "dummy_zero")
+
+
+def _finish(g: _Graph, name: str, inputs, outputs, path: PathLike, *, doc: str) -> onnx.ModelProto:
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, initializer=g.inits)
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", OPSET)],
+        producer_name="render-tests-standins",
+        producer_version="1",
+        doc_string=doc,
+    )
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    data = model.SerializeToString(deterministic=True)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, p)
+    return model
+
+
+# --------------------------------------------------------------------------------------- SCRFD
+def _box_mean(g: _Graph, x: str, k: int, s: int) -> str:
+    """Mean of x over the k x k window centred on (i*s, j*s); output [1,1,H/s,W/s].
+
+    Separable AveragePool with symmetric zero padding k/2 (count_include_pad=1): output index i
+    covers input rows [i*s - k/2, i*s + k/2). The padded output has H/s + 1 rows; drop the last.
+    """
+    p = k // 2
+    y = g.op("AveragePool", [x], f"pool{k}v", kernel_shape=[k, 1], strides=[s, 1], pads=[p, 0, p, 0],
+             count_include_pad=1)
+    y = g.op("AveragePool", [y], f"pool{k}h", kernel_shape=[1, k], strides=[1, s], pads=[0, p, 0, p],
+             count_include_pad=1)
+    starts = g.const(np.array([0, 0], dtype=np.int64), "starts")
+    ends = g.const(np.array([-1, -1], dtype=np.int64), "ends")
+    axes = g.const(np.array([2, 3], dtype=np.int64), "axes")
+    return g.op("Slice", [y, starts, ends, axes], f"mean{k}")
+
+
+def _local_max(g: _Graph, sc: str, s: int) -> str:
+    """Keep a score only where it is the maximum of its 3 x 3 cell neighbourhood (others -> 0).
+
+    Ties are broken by a tiny fixed pattern 1e-4 * ((x mod 3) + 3 * (y mod 3)), whose 9 values are
+    distinct in every 3 x 3 window, so exactly one anchor cell per square survives. Without this a
+    square centred between anchors gives diagonal neighbours (IoU 0.39) that NMS at 0.4 keeps.
+    """
+    yy, xx = np.mgrid[0:3, 0:3]
+    pat3 = g.const((1e-4 * (xx + 3 * yy)).astype(np.float32).reshape(1, 1, 3, 3), "tiebreak")
+    shp = g.op("Shape", [sc], f"shape{s}")
+    hw = g.op("Slice", [shp, g.const(np.array([2], np.int64), "b"), g.const(np.array([4], np.int64), "e"),
+                        g.const(np.array([0], np.int64), "ax")], f"hw{s}")
+    reps_hw = g.op("Div", [g.op("Add", [hw, g.const(np.array([2], np.int64), "two")]),
+                           g.const(np.array([3], np.int64), "three")], f"reps_hw{s}")
+    reps = g.op("Concat", [g.const(np.array([1, 1], np.int64), "ones"), reps_hw], f"reps{s}", axis=0)
+    pat = g.op("Slice", [g.op("Tile", [pat3, reps], f"tiled{s}"), g.const(np.array([0, 0], np.int64), "b"), hw,
+                         g.const(np.array([2, 3], np.int64), "ax")], f"tiebreak{s}")
+    tb = g.op("Add", [sc, pat], f"tb{s}")
+    mx = g.op("MaxPool", [tb], f"max3x3_{s}", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    keep = g.op("Cast", [g.op("GreaterOrEqual", [tb, mx], f"is_max{s}")], f"keep{s}", to=TensorProto.FLOAT)
+    return g.op("Mul", [sc, keep], f"peak{s}")
+
+
+def make_scrfd(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
+    """Write the SCRFD stand-in (see the module docstring) to ``path``; returns the model."""
+    g = _Graph("scrfd")
+    x = "input"
+    # faceness = clip(R_n - B_n, 0, 1); channel order is BGR.
+    wf = np.array([-1.0, 0.0, 1.0], dtype=np.float32).reshape(1, 3, 1, 1)
+    f = g.op("Conv", [x, g.const(wf, "faceness_w")], "red_minus_blue")
+    zero = g.const(np.array(0.0, dtype=np.float32), "zero")
+    one = g.const(np.array(1.0, dtype=np.float32), "one")
+    f = g.op("Clip", [f, zero, one], "faceness")
+    dz = _dummy_zero(g, x, TensorProto.FLOAT, gflops)
+
+    kps_unit = (ARCFACE_112_V2 * 4.0 - 2.0).astype(np.float32).reshape(1, 10)  # stride units
+    outputs: dict[str, str] = {}
+    for s in STRIDES:
+        inner = _box_mean(g, f, 4 * s, s)
+        outer = _box_mean(g, f, 8 * s, s)
+        # ring mean = (64*outer - 16*inner) / 48 = (4*outer - inner) / 3
+        ring = g.op("Div", [g.op("Sub", [g.op("Mul", [outer, g.const(np.array(4.0, np.float32))]), inner]),
+                            g.const(np.array(3.0, np.float32))], f"ring{s}")
+        sc = g.op("Sub", [inner, g.op("Mul", [ring, g.const(np.array(SURROUND_WEIGHT, np.float32))])])
+        sc = g.op("Clip", [sc, zero, one], f"score_map{s}")
+        sc = _local_max(g, sc, s)
+        # [1,1,h,w] -> [1,h,w,1] -> two anchors per cell [1,h,w,2] -> [N,1] (cell-major, then anchor)
+        t = g.op("Transpose", [sc], f"nhwc{s}", perm=[0, 2, 3, 1])
+        t = g.op("Concat", [t] * ANCHORS_PER_CELL, f"anchors{s}", axis=3)
+        flat = g.op("Reshape", [t, g.const(np.array([-1, 1], dtype=np.int64), "shape")], f"flat{s}")
+        if dz is not None:
+            outputs[f"score_{s}"] = g.op("Add", [flat, dz], output=f"score_{s}")
+        else:
+            outputs[f"score_{s}"] = g.op("Identity", [flat], output=f"score_{s}")
+        zcol = g.op("Mul", [flat, zero], f"zero_col{s}")  # [N,1] of zeros, broadcasts to [N,k]
+        outputs[f"bbox_{s}"] = g.op("Add", [zcol, g.const(np.full((1, 4), 2.0, np.float32), "dist")],
+                                    output=f"bbox_{s}")
+        outputs[f"kps_{s}"] = g.op("Add", [zcol, g.const(kps_unit, "kps")], output=f"kps_{s}")
+
+    inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, "h", "w"])]
+    outs = []
+    for kind, width in (("score", 1), ("bbox", 4), ("kps", 10)):
+        for s in STRIDES:
+            outs.append(helper.make_tensor_value_info(f"{kind}_{s}", TensorProto.FLOAT, [f"n{s}", width]))
+    return _finish(g, "scrfd_standin", inp, outs, path,
+                   doc="SCRFD stand-in: centre-surround detector of clip(R_n - B_n, 0, 1)")
+
+
+# --------------------------------------------------------------------------------------- ArcFace
+def make_arcface(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
+    """ArcFace stand-in: input [1,3,112,112] RGB x/127.5-1 -> output [1,512] raw embedding."""
+    rs = np.random.RandomState(112)
+    w = (rs.standard_normal((192, 512)) / math.sqrt(192.0) * 8.0).astype(np.float32)
+    b = (rs.standard_normal((512,)) * 0.1).astype(np.float32)
+    g = _Graph("arcface")
+    y = g.op("AveragePool", ["input"], "pool", kernel_shape=[14, 14], strides=[14, 14])  # [1,3,8,8]
+    y = g.op("Flatten", [y], "flat", axis=1)  # [1,192]
+    y = g.op("MatMul", [y, g.const(w, "proj")], "proj")
+    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops)
+    if dz is not None:
+        y = g.op("Add", [y, g.const(b, "bias")], "biased")
+        g.op("Add", [y, dz], output="output")
+    else:
+        g.op("Add", [y, g.const(b, "bias")], output="output")
+    inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 112, 112])]
+    out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 512])]
+    return _finish(g, "arcface_standin", inp, out, path, doc="ArcFace stand-in: pooled colour projection")
+
+
+# --------------------------------------------------------------------------------------- inswapper
+def _emap() -> np.ndarray:
+    rs = np.random.RandomState(512)
+    return (rs.standard_normal((512, 512)) / math.sqrt(512.0)).astype(np.float32)
+
+
+def make_inswapper(path: PathLike, *, fp16: bool = False, dynamic_batch: bool = False, gflops: float = 0.0,
+                   null: bool = False) -> onnx.ModelProto:
+    """inswapper stand-in: target [1,3,128,128] RGB 0..1 + source [1,512] latent -> output RGB 0..1.
+
+    out = clip(0.6 * target + 0.4 * sigmoid((source @ emap) @ W3) + pattern, 0, 1), with a fixed
+    512x3 W3 broadcast over the crop and a gentle (+-0.04) fixed spatial pattern. null=True: output =
+    target exactly (emap still used, multiplied by 0). ``emap`` is the last initializer (float16 in the
+    fp16 file, float32 otherwise).
+    """
+    et = TensorProto.FLOAT16 if fp16 else TensorProto.FLOAT
+    dt = _np_dtype(et)
+    rs = np.random.RandomState(128)
+    w3 = (rs.standard_normal((512, 3)) * 1.5).astype(dt)
+    yy, xx = np.mgrid[0:128, 0:128].astype(np.float64)
+    pattern = (0.04 * np.cos(2 * np.pi * xx / 32.0) * np.cos(2 * np.pi * yy / 32.0)).astype(dt)
+    pattern = pattern.reshape(1, 1, 128, 128)
+
+    g = _Graph("inswapper")
+    # emap goes last: build its node first but append its initializer at the very end.
+    emap_name = "emap"
+    lat = g.op("MatMul", ["source", emap_name], "latent_emap")  # [n,512]
+    dz = _dummy_zero(g, "target", et, gflops)
+    if null:
+        z = g.op("Mul", [g.op("ReduceSum", [lat], "lat_sum", keepdims=0), g.const(np.array(0.0, dt), "zero")])
+        if dz is not None:
+            z = g.op("Add", [z, dz], "zero_sum")
+        g.op("Add", ["target", z], output="output")
+    else:
+        c = g.op("Sigmoid", [g.op("MatMul", [lat, g.const(w3, "w3")], "colour_logits")], "colour")  # [n,3]
+        c = g.op("Reshape", [c, g.const(np.array([-1, 3, 1, 1], dtype=np.int64), "shape")], "colour4")
+        y = g.op("Add", [g.op("Mul", ["target", g.const(np.array(0.6, dt), "a")]),
+                         g.op("Mul", [c, g.const(np.array(0.4, dt), "b")])], "blend")
+        y = g.op("Add", [y, g.const(pattern, "pattern")], "patterned")
+        if dz is not None:
+            y = g.op("Add", [y, dz], "plus_dummy")
+        g.op("Clip", [y, g.const(np.array(0.0, dt), "lo"), g.const(np.array(1.0, dt), "hi")], output="output")
+    g.const(_emap().astype(dt), name=emap_name)  # LAST initializer, like the real inswapper
+
+    b = "n" if dynamic_batch else 1
+    inp = [helper.make_tensor_value_info("target", et, [b, 3, 128, 128]),
+           helper.make_tensor_value_info("source", et, [b, 512])]
+    out = [helper.make_tensor_value_info("output", et, [b, 3, 128, 128])]
+    return _finish(g, "inswapper_standin", inp, out, path,
+                   doc="inswapper stand-in: blend toward a colour chosen by the source latent")
+
+
+# --------------------------------------------------------------------------------------- GFPGAN
+def make_gfpgan(path: PathLike, *, dynamic_batch: bool = False, gflops: float = 0.0,
+                null: bool = False) -> onnx.ModelProto:
+    """GFPGAN stand-in: input [1,3,512,512] RGB in -1..1 -> output [1,3,512,512] in -1..1.
+
+    out = clip(tanh(1.2 * x) + 0.05 * tanh(M @ channel_means(x)), -1, 1) with a fixed 3x3 M;
+    null=True: out = x exactly.
+    """
+    rs = np.random.RandomState(1024)
+    m = rs.standard_normal((3, 3, 1, 1)).astype(np.float32)
+    g = _Graph("gfpgan")
+    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops)
+    if null:
+        if dz is not None:
+            g.op("Add", ["input", dz], output="output")
+        else:
+            g.op("Identity", ["input"], output="output")
+    else:
+        y = g.op("Tanh", [g.op("Mul", ["input", g.const(np.array(1.2, np.float32), "gain")])], "tanh")
+        mean = g.op("ReduceMean", ["input"], "channel_mean", axes=[2, 3], keepdims=1)  # [n,3,1,1]
+        shift = g.op("Tanh", [g.op("Conv", [mean, g.const(m, "mix")], "mix")], "shift_tanh")
+        shift = g.op("Mul", [shift, g.const(np.array(0.05, np.float32), "shift_gain")], "shift")
+        y = g.op("Add", [y, shift], "shifted")
+        if dz is not None:
+            y = g.op("Add", [y, dz], "plus_dummy")
+        g.op("Clip", [y, g.const(np.array(-1.0, np.float32), "lo"), g.const(np.array(1.0, np.float32), "hi")],
+             output="output")
+    b = "n" if dynamic_batch else 1
+    inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [b, 3, 512, 512])]
+    out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [b, 3, 512, 512])]
+    return _finish(g, "gfpgan_standin", inp, out, path, doc="GFPGAN stand-in: tanh contrast + colour shift")
+
+
+# --------------------------------------------------------------------------------------- manifest
+Knob = Union[float, bool, Mapping[str, Union[float, bool]]]
+
+
+def _knob(value: Knob, name: str, default):
+    if isinstance(value, Mapping):
+        return value.get(name, default)
+    return value
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_ENTRIES = {
+    "scrfd_2.5g": dict(commercial_use=False, contract="detector-scrfd", template=None, input_size=640,
+                       precision="fp32"),
+    "arcface_w600k_r50": dict(commercial_use=False, contract="embedder-arcface", template="arcface_112_v2",
+                              input_size=112, precision="fp32"),
+    "inswapper_128": dict(commercial_use=False, contract="swapper-inswapper", template="arcface_128",
+                          input_size=128, precision="fp32", variants={"fp16": "inswapper_128_fp16"}),
+    "inswapper_128_fp16": dict(commercial_use=False, contract="swapper-inswapper", template="arcface_128",
+                               input_size=128, precision="fp16"),
+    "gfpgan_1.4": dict(commercial_use=True, contract="enhancer-gfpgan", template="ffhq_512", input_size=512,
+                       precision="fp32"),
+}
+
+
+def _dump_yaml(doc: dict) -> str:
+    try:
+        import yaml
+    except ImportError:  # JSON is valid YAML
+        import json
+
+        return json.dumps(doc, indent=2) + "\n"
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
+                   dynamic_batch: Knob = False) -> dict[str, dict]:
+    """Write the five stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
+
+    Knobs take a single value for every model that supports them, or a mapping from entry name
+    (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``)
+    to a value: ``gflops`` (all models), ``null`` and ``dynamic_batch`` (swappers and enhancer).
+    """
+    d = Path(dir)
+    d.mkdir(parents=True, exist_ok=True)
+    builders = {
+        "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0))),
+        "arcface_w600k_r50": lambda p: make_arcface(p, gflops=float(_knob(gflops, "arcface_w600k_r50", 0.0))),
+        "inswapper_128": lambda p: make_inswapper(
+            p, fp16=False, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128", False)),
+            gflops=float(_knob(gflops, "inswapper_128", 0.0)), null=bool(_knob(null, "inswapper_128", False))),
+        "inswapper_128_fp16": lambda p: make_inswapper(
+            p, fp16=True, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128_fp16", False)),
+            gflops=float(_knob(gflops, "inswapper_128_fp16", 0.0)),
+            null=bool(_knob(null, "inswapper_128_fp16", False))),
+        "gfpgan_1.4": lambda p: make_gfpgan(
+            p, dynamic_batch=bool(_knob(dynamic_batch, "gfpgan_1.4", False)),
+            gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False))),
+    }
+    models: dict[str, dict] = {}
+    for name, build in builders.items():
+        path = d / FILES[name]
+        build(path)
+        meta = dict(_ENTRIES[name])
+        entry = {
+            "file": FILES[name],
+            "sha256": _sha256(path),
+            "size": path.stat().st_size,
+            "urls": [],
+            "licence": "test stand-in",
+        }
+        entry.update(meta)
+        models[name] = entry
+    text = _dump_yaml({"version": 1, "models": models})
+    tmp = d / "manifest.yaml.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, d / "manifest.yaml")
+    return models
+
+
+__all__ = [
+    "ARCFACE_112_V2",
+    "FILES",
+    "STRIDES",
+    "make_arcface",
+    "make_gfpgan",
+    "make_inswapper",
+    "make_scrfd",
+    "write_standins",
+]
