@@ -1,0 +1,418 @@
+"""Pure ffmpeg argument builders: no subprocess, no I/O, unit-tested flag by flag.
+
+Every builder returns an argv list that starts with
+``ffmpeg -hide_banner -nostdin -loglevel error``.
+
+Frame-rate mode: ``-fps_mode passthrough`` (ffmpeg >= 5.1; ``-vsync`` was removed in 9.0). Pass
+``legacy_vsync=True`` to get ``-vsync passthrough`` for ffmpeg 4.x (see ``probe.ffmpeg_version``).
+
+Reproducibility: outputs carry no metadata from the target (``-map_metadata -1``), no
+timestamps or library versions (``-fflags +bitexact``, ``-flags:v/a +bitexact``). x264/x265 are
+deterministic for a fixed thread count; ffmpeg's default (``threads=auto``) depends on the
+machine's cores, so bit-identical re-runs are guaranteed on the same machine only, unless
+``EncodeSettings.threads`` pins the count.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from render.errors import MediaError, UsageError
+
+from .probe import MediaInfo
+
+log = logging.getLogger(__name__)
+
+BASE = ("ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error")
+#: swscale's default bgr24<->yuv conversion rounds with a bias of about -2 levels per round trip;
+#: accurate rounding and full chroma interpolation make decode → encode colour-neutral.
+SWS_FLAGS = ("-sws_flags", "accurate_rnd+full_chroma_int+bitexact")
+
+#: final extension -> (ffmpeg muxer, container family used by the audio policy)
+VIDEO_FORMATS = {
+    ".mp4": ("mp4", "mp4"),
+    ".m4v": ("mp4", "mp4"),
+    ".mov": ("mov", "mov"),
+    ".mkv": ("matroska", "mkv"),
+    ".webm": ("webm", "webm"),
+}
+#: final extension -> (encoder, options, output pix_fmt)
+IMAGE_FORMATS = {
+    ".png": ("png", (), "rgb24"),
+    ".jpg": ("mjpeg", ("-q:v", "2"), "yuvj444p"),
+    ".jpeg": ("mjpeg", ("-q:v", "2"), "yuvj444p"),
+    ".webp": ("libwebp", ("-quality", "95"), "yuv420p"),
+}
+
+_PCM = frozenset({"pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be",
+                  "pcm_f32le", "pcm_f32be"})
+_MP4_AUDIO = frozenset({"aac", "mp3", "alac", "ac3", "eac3", "opus"})
+#: audio codecs each container family takes as a stream copy (None = anything)
+AUDIO_COPY = {
+    "mp4": _MP4_AUDIO,
+    "mov": (_MP4_AUDIO - {"opus"}) | _PCM,  # ffmpeg 5.1: "opus only supported in MP4"
+    "mkv": None,
+    "webm": frozenset({"opus", "vorbis"}),
+}
+#: re-encoder per container family when a copy is impossible
+AUDIO_ENCODER = {"mp4": "aac", "mov": "aac", "mkv": "aac", "webm": "libopus"}
+
+#: ffprobe color_space -> swscale matrix name
+_SWS_MATRIX = {
+    "bt709": "bt709",
+    "fcc": "fcc",
+    "bt470bg": "bt601",
+    "smpte170m": "smpte170m",
+    "smpte240m": "smpte240m",
+    "bt2020nc": "bt2020",
+    "bt2020c": "bt2020",
+}
+_SUBSAMPLED = re.compile(r"^(yuvj?4[12][02]|nv1[26]|nv2[01]|p01[026]|p21[06])")
+_PART = re.compile(r"\.part(-\d+)?$")
+
+
+@dataclass(frozen=True)
+class EncodeSettings:
+    """Video encoder settings (built by the config layer).
+
+    ``crf`` is the quality knob of each codec (x264/x265/svt-av1 ``-crf``; vp9/aom ``-crf`` with
+    ``-b:v 0``; nvenc ``-cq`` with ``-rc vbr``). ``preset`` is x264/x265/nvenc/svt-av1 ``-preset``,
+    vp9 ``-deadline`` (good|best|realtime), aom ``-cpu-used`` (a digit). ``threads`` None keeps
+    ffmpeg's default (machine dependent). ``extra`` is appended verbatim after the codec options.
+    """
+
+    codec: str = "libx264"
+    crf: int | None = 18
+    preset: str | None = "medium"
+    pix_fmt: str = "yuv420p"
+    extra: tuple[str, ...] = ()
+    threads: int | None = None
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+def final_path(path: str | os.PathLike) -> str:
+    """The name an output will have once committed: strips ``.part`` / ``.part-<pid>``."""
+    return _PART.sub("", os.fspath(path))
+
+
+def _ext(path: str | os.PathLike) -> str:
+    return os.path.splitext(final_path(path))[1].lower()
+
+
+def output_format(out_path: str | os.PathLike) -> tuple[str, str]:
+    """(ffmpeg muxer, container family) from the FINAL extension of ``out_path``."""
+    ext = _ext(out_path)
+    try:
+        return VIDEO_FORMATS[ext]
+    except KeyError:
+        known = ", ".join(sorted(VIDEO_FORMATS))
+        raise MediaError(
+            f"unsupported output format {ext or '(none)'} for {final_path(out_path)}: use one of {known}"
+        ) from None
+
+
+def is_image_path(path: str | os.PathLike) -> bool:
+    return _ext(path) in IMAGE_FORMATS
+
+
+def fmt_time(seconds: float) -> str:
+    """Seconds as ffmpeg wants them, exact to the microsecond, no exponent: 1.5 -> '1.5'."""
+    text = f"{float(seconds):.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _fps_mode(legacy_vsync: bool) -> list[str]:
+    return ["-vsync", "passthrough"] if legacy_vsync else ["-fps_mode", "passthrough"]
+
+
+def check_trim(info: MediaInfo, trim: tuple[float, float | None] | None) -> tuple[float, float | None] | None:
+    """Validate ``trim=(start, end)`` in seconds (end exclusive, None = to the end).
+
+    Returns None for 'no trim' (None, or (0, None)). UsageError when malformed, MediaError when
+    it starts after the end of the target.
+    """
+    if trim is None:
+        return None
+    try:
+        start, end = trim
+        start = float(start)
+        end = None if end is None else float(end)
+    except (TypeError, ValueError):
+        raise UsageError(f"trim must be (start, end) seconds, got {trim!r}") from None
+    if start < 0 or (end is not None and end <= start):
+        raise UsageError(f"trim must satisfy 0 <= start < end, got {trim!r}")
+    if info.duration and start >= info.duration:
+        raise MediaError(f"trim starts at {fmt_time(start)} s, after the end of {info.path} "
+                         f"({fmt_time(info.duration)} s)")
+    if start == 0 and end is None:
+        return None
+    return start, end
+
+
+def _trim_input_opts(start: float, end: float | None) -> list[str]:
+    opts: list[str] = []
+    if start > 0:
+        opts += ["-ss", fmt_time(start)]
+    if end is not None:
+        opts += ["-t", fmt_time(end - start)]
+    return opts
+
+
+# ----------------------------------------------------------------------------------------------
+# decode
+
+def decoded_size(info: MediaInfo, scale_height: int | None = None) -> tuple[int, int]:
+    """(width, height) of the frames ``decode_args(info, scale_height=...)`` produces.
+
+    Only downscales: a ``scale_height`` at or above the display height keeps the full size. When it
+    scales, the height is rounded down to even and the width follows the aspect, rounded to even.
+    """
+    if scale_height is None or scale_height >= info.height:
+        return info.width, info.height
+    if scale_height < 2:
+        raise UsageError(f"scale height must be >= 2, got {scale_height}")
+    h = scale_height - scale_height % 2
+    w = int(info.width * h / info.height / 2 + 0.5) * 2
+    return max(2, w), h
+
+
+def decode_args(info: MediaInfo, *, trim: tuple[float, float | None] | None = None,
+                scale_height: int | None = None, legacy_vsync: bool = False) -> list[str]:
+    """ffmpeg argv: the target's first video stream as raw bgr24 frames on stdout (pipe:1).
+
+    ``trim=(start, end)``: ``-ss``/``-t`` as input options (accurate: ffmpeg decodes from the
+    previous keyframe and discards up to ``start``). Frames are passed through one for one
+    (no duplicates, no drops). Images give exactly one frame; trim is ignored for them.
+    """
+    argv = list(BASE)
+    if info.kind != "image":
+        t = check_trim(info, trim)
+        if t is not None:
+            argv += _trim_input_opts(*t)
+    vmap = "0:v:0" if info.video_index is None else f"0:{info.video_index}"
+    argv += ["-i", info.path, "-map", vmap, "-an", "-sn", "-dn", *SWS_FLAGS]
+    w, h = decoded_size(info, scale_height)
+    if (w, h) != (info.width, info.height):
+        argv += ["-vf", f"scale={w}:{h}:flags=area"]
+    if info.kind == "image":
+        argv += ["-frames:v", "1"]
+    argv += _fps_mode(legacy_vsync)
+    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+    return argv
+
+
+# ----------------------------------------------------------------------------------------------
+# encode
+
+def video_codec_args(video: EncodeSettings) -> list[str]:
+    c = video.codec
+    args = ["-c:v", c]
+    crf = None if video.crf is None else str(video.crf)
+    preset = video.preset or None
+    if c in ("libx264", "libx265", "libsvtav1"):
+        if preset:
+            args += ["-preset", preset]
+        if crf is not None:
+            args += ["-crf", crf]
+        if c == "libx265":
+            args += ["-x265-params", "log-level=error"]
+    elif c.startswith("libvpx"):
+        if crf is not None:
+            args += ["-crf", crf, "-b:v", "0"]
+        if preset in ("good", "best", "realtime"):
+            args += ["-deadline", preset]
+    elif c == "libaom-av1":
+        if crf is not None:
+            args += ["-crf", crf, "-b:v", "0"]
+        if preset and preset.isdigit():
+            args += ["-cpu-used", preset]
+    elif c.endswith("_nvenc"):
+        if preset:
+            args += ["-preset", preset]
+        if crf is not None:
+            args += ["-rc", "vbr", "-cq", crf, "-b:v", "0"]
+    else:
+        if preset:
+            args += ["-preset", preset]
+        if crf is not None:
+            args += ["-crf", crf]
+    args += ["-pix_fmt", video.pix_fmt]
+    if video.threads is not None:
+        args += ["-threads", str(video.threads)]
+    args += [str(x) for x in video.extra]
+    return args
+
+
+def audio_plan(info: MediaInfo, out_path: str | os.PathLike, *, trim=None, shift: bool = False) -> list[str]:
+    """Per audio stream of ``info``: 'copy' or the encoder to re-encode it with.
+
+    Copy when the output container takes the codec and nothing cuts the audio (no trim, no sync
+    shift); otherwise re-encode (aac for mp4/mov/mkv, libopus for webm). Never drops a stream.
+    """
+    _, family = output_format(out_path)
+    allowed = AUDIO_COPY[family]
+    cut = shift or check_trim(info, trim) is not None
+    plan = []
+    for a in info.audio:
+        if not cut and (allowed is None or a.codec in allowed):
+            plan.append("copy")
+        else:
+            plan.append(AUDIO_ENCODER[family])
+    return plan
+
+
+#: audio sync offsets below this are left alone (well under a frame)
+SYNC_TOLERANCE = 0.010
+
+
+def _audio_bitrate(encoder: str, channels: int) -> str:
+    ch = max(channels, 2)
+    if encoder == "libopus":
+        return f"{min(64 * ch, 510)}k"
+    return f"{min(96 * ch, 512)}k"
+
+
+def _color_args(info: MediaInfo, pix_fmt: str) -> tuple[list[str], list[str]]:
+    """(filters, output options) that encode with the target's colour matrix and tags.
+
+    ffmpeg decodes with the matrix the target is tagged with; encoding raw RGB uses BT.601 unless
+    told otherwise, which would shift colours of BT.709 (HD) targets.
+    """
+    filters: list[str] = []
+    opts: list[str] = []
+    is_yuv = pix_fmt.startswith(("yuv", "nv", "p0", "p2"))
+    matrix = _SWS_MATRIX.get(info.color_space or "")
+    if matrix and is_yuv:
+        filters.append(f"scale=out_color_matrix={matrix}:out_range=tv")
+        filters.append(f"format={pix_fmt}")
+        opts += ["-colorspace", str(info.color_space), "-color_range", "tv"]
+        if info.color_primaries:
+            opts += ["-color_primaries", info.color_primaries]
+        if info.color_transfer:
+            opts += ["-color_trc", info.color_transfer]
+    return filters, opts
+
+
+def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, height: int, fps: Fraction,
+                video: EncodeSettings, trim: tuple[float, float | None] | None = None,
+                legacy_vsync: bool = False) -> list[str]:
+    """ffmpeg argv: raw bgr24 frames on stdin + the target's audio, one pass, into ``out_path``.
+
+    - input 0: ``-f rawvideo -pix_fmt bgr24 -video_size WxH -framerate FPS -i pipe:0``
+    - input 1 (only when the target has audio): the target itself, with the same trim as input
+      options; every audio stream is mapped explicitly (``-map 1:N``, no '?': a missing stream
+      fails the encode instead of vanishing).
+    - audio is copied when the container takes it and nothing cuts it; otherwise re-encoded and
+      cut (input ``-t``) and padded (``apad=whole_dur``) to exactly the video's span. ``-shortest``
+      is used only when that span is unknown, and then after ``apad`` (endless audio), so that it
+      can only ever end the file at the video's last frame, never cut the video.
+    - the muxer is given by ``-f`` from the FINAL extension (``clip.mp4.part-7`` -> mp4).
+    - odd sizes with a subsampled pix_fmt (yuv420p) are cropped by one pixel to even.
+    """
+    muxer, family = output_format(out_path)
+    if width <= 0 or height <= 0:
+        raise UsageError(f"invalid frame size {width}x{height}")
+    fps = Fraction(fps)
+    if fps <= 0:
+        raise UsageError(f"invalid frame rate {fps}")
+    t = check_trim(info, trim)
+    start, end = t if t is not None else (0.0, None)
+
+    argv = list(BASE) + ["-y"]
+    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
+             "-framerate", str(fps), "-i", "pipe:0"]
+
+    plan: list[str] = []
+    audio_dur: float | None = None
+    if info.audio:
+        # keep audio in sync when it starts before the video: start it where the video starts
+        shift = info.video_start > SYNC_TOLERANCE and start < info.video_start
+        plan = audio_plan(info, out_path, trim=trim, shift=shift)
+        if "copy" in plan:  # nothing cuts the audio (see audio_plan): the target's audio, whole
+            argv += ["-i", info.path]
+        else:
+            # the audio span that matches the video: positions relative to the container start
+            a_start = info.video_start if shift else start
+            a_end = end
+            if info.duration > 0:
+                v_end = info.video_start + info.duration
+                a_end = v_end if a_end is None else min(a_end, v_end)
+            if a_end is not None and a_end > a_start:
+                audio_dur = a_end - a_start
+            argv += _trim_input_opts(a_start, a_end if audio_dur else None) + ["-i", info.path]
+
+    argv += ["-map", "0:v:0", *SWS_FLAGS]
+    for a in info.audio:
+        argv += ["-map", f"1:{a.index}"]
+
+    filters: list[str] = []
+    if _SUBSAMPLED.match(video.pix_fmt) and (width % 2 or height % 2):
+        w2, h2 = width - width % 2, height - height % 2
+        log.info("cropping %dx%d to %dx%d: %s needs even dimensions", width, height, w2, h2, video.pix_fmt)
+        filters.append(f"crop={w2}:{h2}:0:0")
+    color_filters, color_opts = _color_args(info, video.pix_fmt)
+    filters += color_filters
+    if filters:
+        argv += ["-filter:v", ",".join(filters)]
+    argv += video_codec_args(video)
+    argv += color_opts
+    if video.codec in ("libx265", "hevc_nvenc") and family in ("mp4", "mov"):
+        argv += ["-tag:v", "hvc1"]
+    argv += _fps_mode(legacy_vsync)
+
+    for i, (a, how) in enumerate(zip(info.audio, plan)):
+        if how == "copy":
+            argv += [f"-c:a:{i}", "copy"]
+        else:
+            argv += [f"-c:a:{i}", how, f"-b:a:{i}", _audio_bitrate(how, a.channels)]
+    if plan and "copy" not in plan:
+        # cut (input -t) and pad (apad) every audio stream to exactly the video's span; when that
+        # span is unknown, pad without end and let -shortest end the file at the last video frame
+        pad = f"apad=whole_dur={fmt_time(audio_dur)}" if audio_dur else "apad"
+        for i in range(len(plan)):
+            argv += [f"-filter:a:{i}", pad]
+        if not audio_dur:
+            argv += ["-shortest"]
+
+    argv += ["-map_metadata", "-1", "-map_chapters", "-1",
+             "-fflags", "+bitexact", "-flags:v", "+bitexact"]
+    if plan:
+        argv += ["-flags:a", "+bitexact"]
+    if family in ("mp4", "mov"):
+        argv += ["-movflags", "+faststart"]
+    argv += ["-f", muxer, os.fspath(out_path)]
+    return argv
+
+
+def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -> list[str]:
+    """ffmpeg argv: one raw bgr24 frame on stdin -> a png/jpg/webp image at ``out_path``."""
+    ext = _ext(out_path)
+    try:
+        codec, opts, pix_fmt = IMAGE_FORMATS[ext]
+    except KeyError:
+        known = ", ".join(sorted(IMAGE_FORMATS))
+        raise MediaError(
+            f"unsupported image output {ext or '(none)'} for {final_path(out_path)}: use one of {known}"
+        ) from None
+    if width <= 0 or height <= 0:
+        raise UsageError(f"invalid frame size {width}x{height}")
+    argv = list(BASE) + ["-y"]
+    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
+             "-framerate", "1", "-i", "pipe:0"]
+    argv += ["-map", "0:v:0", "-frames:v", "1", "-c:v", codec, *opts, "-pix_fmt", pix_fmt]
+    argv += ["-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact"]
+    argv += ["-update", "1", "-f", "image2", os.fspath(out_path)]
+    return argv
+
+
+def argv_text(argv: Sequence[str]) -> str:
+    """A shell-quoted one-line rendering of argv, for debug logs."""
+    import shlex
+
+    return " ".join(shlex.quote(str(a)) for a in argv)

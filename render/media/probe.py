@@ -1,0 +1,322 @@
+"""Probe a target with ffprobe (through ffmpeg-python) into an immutable :class:`MediaInfo`.
+
+Sizes are DISPLAY sizes: ffmpeg autorotates while decoding, so a clip stored 1920x1080 with a
+90/270 degree display matrix decodes to 1080x1920 frames, and that is what ``width``/``height`` say.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+import ffmpeg
+
+from render.errors import MediaError, RenderFailed
+
+log = logging.getLogger(__name__)
+
+#: Extensions treated as still images (the target is one frame, the output is one image).
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff"})
+#: ffprobe format names of still-image demuxers (besides every ``*_pipe`` one).
+IMAGE_FORMATS = frozenset({"image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe"})
+#: Codecs that make a single-frame stream a still image.
+STILL_CODECS = frozenset({"mjpeg", "png", "webp", "bmp", "tiff", "jpegls", "jpeg2000", "qoi", "ppm", "pam"})
+
+
+@dataclass(frozen=True)
+class AudioStream:
+    """One audio stream of the target. ``index`` is the stream's index in the file (``-map 1:N``)."""
+
+    index: int
+    codec: str
+    channels: int
+    sample_rate: int
+    duration: float | None = None
+
+
+@dataclass(frozen=True)
+class MediaInfo:
+    """What the renderer needs to know about a target.
+
+    - ``width``/``height``: display size (already swapped for rotation 90/270), i.e. the size of
+      the frames the decoder produces.
+    - ``fps``: ``avg_frame_rate`` (falling back to ``r_frame_rate``) as a Fraction, e.g. 30000/1001.
+    - ``rotation``: 0/90/180/270, counterclockwise, ffprobe's display-matrix convention.
+    - ``frame_count``: ``nb_frames`` when the container records it, else ``round(duration * fps)``:
+      an ESTIMATE for variable-frame-rate files and for containers without a frame count
+      (mkv/webm). Use it for progress bars, never to size or cut anything.
+    - ``duration``: seconds of the video stream (container duration when the stream has none).
+    - ``video_start``: seconds from the container's start to the first video timestamp (> 0 when
+      the audio starts before the video; the encoder uses it to keep audio in sync).
+    - ``color_*``: ffprobe's colour tags of the video stream (None when untagged).
+    - ``video_index``: the video stream's index in the file (None: the first video stream).
+    """
+
+    path: str
+    kind: str  # 'video' | 'image'
+    width: int
+    height: int
+    fps: Fraction
+    rotation: int
+    pix_fmt: str | None
+    frame_count: int
+    duration: float
+    audio: tuple[AudioStream, ...] = ()
+    container: str = ""
+    video_start: float = 0.0
+    color_space: str | None = None
+    color_primaries: str | None = None
+    color_transfer: str | None = None
+    color_range: str | None = None
+    video_index: int | None = None
+
+    @property
+    def is_image(self) -> bool:
+        return self.kind == "image"
+
+    @property
+    def has_audio(self) -> bool:
+        return bool(self.audio)
+
+
+# ----------------------------------------------------------------------------------------------
+# ffmpeg stderr helpers (shared by reader/writer)
+
+_GENERIC_PREFIXES = (
+    "conversion failed",
+    "exiting normally",
+    "error initializing output stream",
+    "could not write header for output file",
+    "error while opening encoder",
+    "error opening output file",
+    "error opening output files",
+    "error splitting the argument list",
+    "error closing file",
+    "received > 3 system signals",
+    "nothing was written into output file",
+)
+_ADDRESS = re.compile(r" @ 0x[0-9a-fA-F]+\]")
+
+
+def last_meaningful_line(text: str | bytes | None) -> str:
+    """The last stderr line that says something specific (not 'Conversion failed!' & co).
+
+    ``[libx264 @ 0x55d0...] msg`` becomes ``[libx264] msg``. Returns '' when there is nothing.
+    """
+    if not text:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return ""
+    chosen = lines[-1]
+    for ln in reversed(lines):
+        body = _ADDRESS.sub("]", ln)
+        if not body.lower().startswith(_GENERIC_PREFIXES) and body.strip(" -"):
+            chosen = ln
+            break
+    return " ".join(_ADDRESS.sub("]", chosen).split())
+
+
+def ffmpeg_version(cmd: str = "ffmpeg") -> tuple[int, int] | None:
+    """(major, minor) of the installed ffmpeg, or None if it cannot be told (git builds).
+
+    ``-fps_mode`` exists from 5.1 on and ``-vsync`` is gone in 9.0: pass
+    ``legacy_vsync=(version < (5, 1))`` to the argument builders.
+    """
+    try:
+        out = subprocess.run([cmd, "-hide_banner", "-version"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version\s+n?(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# ----------------------------------------------------------------------------------------------
+# probe
+
+def _fraction(value: Any) -> Fraction | None:
+    try:
+        f = Fraction(str(value))
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+    return f if f > 0 else None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) else None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _tag(tags: Mapping[str, Any] | None, name: str) -> Any:
+    """Case-insensitive tag lookup that also accepts language-suffixed keys (DURATION-eng)."""
+    if not tags:
+        return None
+    name = name.lower()
+    for key, value in tags.items():
+        k = key.lower()
+        if k == name or k.startswith(name + "-"):
+            return value
+    return None
+
+
+def _hms(value: Any) -> float | None:
+    """'00:01:02.500000000' (matroska DURATION tag) -> 62.5"""
+    if not isinstance(value, str):
+        return None
+    m = re.fullmatch(r"\s*(\d+):(\d+):(\d+(?:\.\d+)?)\s*", value)
+    if not m:
+        return None
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+
+
+def _stream_duration(stream: Mapping[str, Any]) -> float | None:
+    """A stream's duration: ``duration``, else matroska's DURATION tag, which is the stream's END
+    timestamp (so its start_time is subtracted)."""
+    d = _float(stream.get("duration"))
+    if d:
+        return d
+    end = _hms(_tag(stream.get("tags"), "DURATION"))
+    if end is None:
+        return None
+    return round(max(0.0, end - max(0.0, _float(stream.get("start_time")) or 0.0)), 6) or None
+
+
+def _rotation(stream: Mapping[str, Any]) -> int:
+    for side in stream.get("side_data_list") or ():
+        if "rotation" in side:
+            r = _float(side.get("rotation"))
+            if r is not None:
+                return int(round(r)) % 360
+    tag = _float(_tag(stream.get("tags"), "rotate"))
+    if tag is not None:  # legacy tag is clockwise; report counterclockwise like the matrix
+        return int(round(-tag)) % 360
+    return 0
+
+
+def _probe_json(path: str) -> dict:
+    try:
+        return ffmpeg.probe(path)
+    except ffmpeg.Error as exc:
+        reason = last_meaningful_line(exc.stderr)
+        if reason.startswith(path + ":"):
+            reason = reason[len(path) + 1:].strip()
+        raise MediaError(f"cannot read video {path}: {reason or 'ffprobe failed'}") from None
+    except FileNotFoundError:
+        raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
+    except ValueError as exc:  # undecodable JSON
+        raise MediaError(f"cannot read video {path}: ffprobe output unreadable ({exc})") from None
+
+
+def probe(path: str | os.PathLike) -> MediaInfo:
+    """Probe ``path``. MediaError when it is missing, unreadable or has no video stream."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise MediaError(f"target not found: {path}")
+    if os.path.isdir(path):
+        raise MediaError(f"cannot read video {path}: is a directory")
+    data = _probe_json(path)
+    streams = data.get("streams") or []
+    fmt = data.get("format") or {}
+
+    video = None
+    for s in streams:
+        if s.get("codec_type") == "video" and not (s.get("disposition") or {}).get("attached_pic"):
+            video = s
+            break
+    if video is None:
+        raise MediaError(f"cannot read video {path}: no video stream")
+    width, height = _int(video.get("width")), _int(video.get("height"))
+    if not width or not height or width <= 0 or height <= 0:
+        raise MediaError(f"cannot read video {path}: video stream has no size")
+
+    rotation = _rotation(video)
+    if rotation in (90, 270):
+        width, height = height, width
+
+    container = str(fmt.get("format_name") or "")
+    codec = str(video.get("codec_name") or "")
+    nb_frames = _int(video.get("nb_frames")) or _int(_tag(video.get("tags"), "NUMBER_OF_FRAMES"))
+    ext = os.path.splitext(path)[1].lower()
+    first_format = container.split(",")[0]
+    is_image = ext in IMAGE_EXTENSIONS or first_format in IMAGE_FORMATS or first_format.endswith("_pipe")
+
+    fps = _fraction(video.get("avg_frame_rate")) or _fraction(video.get("r_frame_rate"))
+    duration = _stream_duration(video) or _float(fmt.get("duration")) or 0.0
+    if not is_image and codec in STILL_CODECS:  # a single-frame still-image stream (e.g. mjpeg in mkv)
+        frames = nb_frames if nb_frames else (duration * float(fps) if fps and duration else 1)
+        is_image = frames <= 1.5
+    if fps is None:
+        if nb_frames and duration > 0:
+            fps = Fraction(nb_frames / duration).limit_denominator(1001)
+        elif is_image:
+            fps = Fraction(25)
+        else:
+            raise MediaError(f"cannot read video {path}: unknown frame rate")
+
+    if is_image:
+        frame_count = 1
+    elif nb_frames and nb_frames > 0:
+        frame_count = nb_frames
+    else:
+        frame_count = max(1, int(round(duration * float(fps)))) if duration > 0 else 0
+
+    audio = tuple(
+        AudioStream(
+            index=int(s.get("index", 0)),
+            codec=str(s.get("codec_name") or "unknown"),
+            channels=_int(s.get("channels")) or 0,
+            sample_rate=_int(s.get("sample_rate")) or 0,
+            duration=_stream_duration(s),
+        )
+        for s in streams
+        if s.get("codec_type") == "audio"
+    )
+    if is_image:
+        audio = ()
+
+    v_start, f_start = _float(video.get("start_time")), _float(fmt.get("start_time"))
+    video_start = max(0.0, v_start - f_start) if v_start is not None and f_start is not None else 0.0
+
+    def color(key: str) -> str | None:
+        value = video.get(key)
+        return None if value in (None, "", "unknown", "reserved") else str(value)
+
+    info = MediaInfo(
+        path=path,
+        kind="image" if is_image else "video",
+        width=width,
+        height=height,
+        fps=fps,
+        rotation=rotation,
+        pix_fmt=video.get("pix_fmt"),
+        frame_count=frame_count,
+        duration=float(duration),
+        audio=audio,
+        container=container,
+        video_start=round(video_start, 6),
+        color_space=color("color_space"),
+        color_primaries=color("color_primaries"),
+        color_transfer=color("color_transfer"),
+        color_range=color("color_range"),
+        video_index=_int(video.get("index")),
+    )
+    log.debug("probed %s: %s", path, info)
+    return info

@@ -1,0 +1,275 @@
+"""Read raw bgr24 frames from an ffmpeg decoder process.
+
+The child's stderr is drained by a thread into a bounded tail (never an unread pipe: a full
+stderr pipe deadlocks ffmpeg). The child is always reaped: ``close()`` terminates, waits, kills.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import subprocess
+import threading
+from typing import IO, Iterator, Sequence
+
+import numpy as np
+
+from render.errors import MediaError, RenderError, RenderFailed
+
+from .probe import last_meaningful_line
+
+log = logging.getLogger(__name__)
+
+#: seconds to wait for a child after SIGTERM before SIGKILL
+TERMINATE_TIMEOUT = 5.0
+
+
+def input_name(argv: Sequence[str]) -> str:
+    """The first ``-i`` argument that is a file (not a pipe), for messages."""
+    names = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-i"]
+    for name in names:
+        if not str(name).startswith("pipe:"):
+            return str(name)
+    return str(names[0]) if names else str(argv[0])
+
+
+def output_name(argv: Sequence[str]) -> str:
+    return str(argv[-1]) if argv else ""
+
+
+class StderrTail:
+    """Drains a child's stderr on a daemon thread, keeping the last ``keep`` lines."""
+
+    def __init__(self, stream: IO[bytes], *, name: str = "ffmpeg", keep: int = 50) -> None:
+        self._stream = stream
+        self._name = name
+        self._lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"stderr-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for raw in iter(self._stream.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line:
+                    with self._lock:
+                        self._lines.append(line)
+                    log.debug("%s: %s", self._name, line)
+        except (OSError, ValueError):  # closed underneath us
+            pass
+        finally:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+
+    def join(self, timeout: float | None = 5.0) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def text(self) -> str:
+        with self._lock:
+            return "\n".join(self._lines)
+
+    def last_line(self) -> str:
+        return last_meaningful_line(self.text)
+
+
+def grow_pipe(fileobj, size: int = 1 << 20) -> None:
+    """Best effort: enlarge a pipe's kernel buffer (Linux, up to pipe-max-size) so that a large
+    frame moves in fewer system calls. Silently does nothing where unsupported."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fileobj.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
+
+
+def reap(proc: subprocess.Popen, timeout: float = TERMINATE_TIMEOUT) -> int:
+    """Make sure ``proc`` is dead and waited for: terminate -> wait(timeout) -> kill -> wait.
+
+    Safe to call repeatedly and in ``finally`` blocks; survives a KeyboardInterrupt arriving
+    while it waits (the kill still happens, then the interrupt propagates).
+    """
+    if proc.poll() is not None:
+        return proc.returncode
+    try:
+        try:
+            proc.terminate()
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("ffmpeg (pid %d) ignored SIGTERM for %.0f s; killing it", proc.pid, timeout)
+    finally:
+        if proc.poll() is None:
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return proc.returncode
+
+
+def _describe(returncode: int) -> str:
+    if returncode < 0:
+        return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+class FrameReader:
+    """Iterate the frames an ffmpeg decoder writes to stdout (``decode_args``).
+
+    ``with FrameReader(argv, w, h) as frames: for frame in frames: ...`` yields (h, w, 3) uint8
+    arrays, filled with ``readinto`` straight from the pipe (the read is the only copy).
+
+    ``buffers``: None (default) gives every frame its own array, safe to keep and queue.
+    An int N cycles through N preallocated arrays: a frame is overwritten N frames later, so
+    the consumer must hold fewer than N frames at a time (e.g. a bounded queue of N - 2).
+
+    Errors: a decoder that exits non-zero raises ``error`` (MediaError by default: a bad input)
+    with the file name and ffmpeg's last meaningful stderr line; a truncated last frame raises
+    RenderFailed. ``close()`` (also on exceptions and KeyboardInterrupt via the context manager
+    or the iterator) always reaps the child.
+    """
+
+    def __init__(self, argv: Sequence[str], width: int, height: int, *, buffers: int | None = None,
+                 error: type[RenderError] = MediaError, name: str | None = None) -> None:
+        if width <= 0 or height <= 0:
+            raise ValueError(f"invalid frame size {width}x{height}")
+        if buffers is not None and buffers < 1:
+            raise ValueError("buffers must be >= 1")
+        self.argv = [str(a) for a in argv]
+        self.width, self.height = int(width), int(height)
+        self.frame_size = self.width * self.height * 3
+        self.name = name or input_name(self.argv)
+        self._error = error
+        self._pool = [np.empty((self.height, self.width, 3), np.uint8) for _ in range(buffers or 0)]
+        self._next_buf = 0
+        self.frames_read = 0
+        self._eof = False
+        self._closed = False
+        log.debug("decoder: %s", " ".join(self.argv))
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, bufsize=0)
+        except FileNotFoundError:
+            raise RenderFailed(f"{self.argv[0]} not found: install ffmpeg") from None
+        except OSError as exc:
+            raise RenderFailed(f"cannot start {self.argv[0]} for {self.name}: {exc}") from None
+        self._stderr = StderrTail(self.proc.stderr, name=f"decoder {os.path.basename(self.name)}")
+        grow_pipe(self.proc.stdout)
+
+    # -- iteration -----------------------------------------------------------------------------
+    def __enter__(self) -> "FrameReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return self
+
+    def __next__(self) -> np.ndarray:
+        if self._closed or self._eof:
+            raise StopIteration
+        try:
+            frame = self._read_frame()
+        except BaseException:
+            self.close()
+            raise
+        if frame is None:
+            self._finish()
+            raise StopIteration
+        self.frames_read += 1
+        return frame
+
+    def read(self) -> np.ndarray | None:
+        """The next frame, or None at the end of the stream."""
+        try:
+            return next(self)
+        except StopIteration:
+            return None
+
+    def _read_frame(self) -> np.ndarray | None:
+        if self._pool:
+            frame = self._pool[self._next_buf]
+            self._next_buf = (self._next_buf + 1) % len(self._pool)
+        else:
+            frame = np.empty((self.height, self.width, 3), np.uint8)
+        view = memoryview(frame).cast("B")
+        stdout = self.proc.stdout
+        got = 0
+        while got < self.frame_size:
+            n = stdout.readinto(view[got:])
+            if not n:
+                break
+            got += n
+        if got == self.frame_size:
+            return frame
+        self._eof = True
+        if got == 0:
+            return None
+        # a partial frame: report the decoder's failure if it failed, else the size mismatch
+        rc = self._wait()
+        if rc != 0:
+            self._raise_failed(rc)
+        raise RenderFailed(
+            f"decoder of {self.name} ended with a truncated frame ({got} of {self.frame_size} bytes "
+            f"after {self.frames_read} frames): frame size {self.width}x{self.height} does not match"
+        )
+
+    def _wait(self) -> int:
+        try:
+            self.proc.stdout.close()
+        except OSError:
+            pass
+        rc = self.proc.wait()
+        self._stderr.join()
+        return rc
+
+    def _raise_failed(self, rc: int) -> None:
+        reason = self._stderr.last_line() or _describe(rc)
+        raise self._error(f"cannot decode {self.name}: {reason}")
+
+    def _finish(self) -> None:
+        self._eof = True
+        try:
+            rc = self._wait()
+            if rc != 0:
+                self._raise_failed(rc)
+            log.debug("decoder of %s done: %d frames", self.name, self.frames_read)
+        finally:
+            self.close()
+
+    # -- cleanup -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the decoder (if still running) and reap it. Idempotent, never raises on cleanup."""
+        if self._closed:
+            return
+        self._closed = True
+        proc = self.proc
+        try:
+            if proc.stdout is not None:
+                try:
+                    proc.stdout.close()
+                except OSError:
+                    pass
+        finally:
+            reap(proc)
+            self._stderr.join()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def __del__(self) -> None:  # last resort; close() is the contract
+        try:
+            if not self._closed and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        except Exception:
+            pass

@@ -1,0 +1,351 @@
+"""The model manifest: every model a profile can name, pinned by SHA-256.
+
+Layering (later entries with the same name replace earlier ones whole):
+
+1. the shipped ``models/manifest.yaml`` at the repository root;
+2. ``<models_dir>/manifest.yaml`` if it exists (user models, ``render models convert`` output);
+3. each extra path given by the caller (``models.manifest=...``).
+
+Format (``version: 1``)::
+
+    models:
+      NAME:
+        file: NAME.onnx            # plain file name inside the models folder
+        sha256: <64 hex>           # required, also for user models
+        size: 123                  # bytes, optional
+        urls: [primary, mirror]    # optional; empty for local/user/converted models
+        licence: "MIT"
+        commercial_use: true       # false = shown as NON-COMMERCIAL
+        contract: detector-yunet   # how the renderer drives it (see CONTRACTS)
+        template: null             # alignment template, null for detectors
+        input_size: 640
+        precision: fp32            # fp32 | fp16
+        variants: {fp16: NAME_fp16}
+        confirmed: true            # false = pin not yet confirmed by hashing the real file
+        source: OTHER              # converted models: the entry they were made from
+        source_sha256: <64 hex>
+        converter: "onnxconverter-common 1.16.0"
+        note: free text
+"""
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+import render
+from render.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+SHIPPED_MANIFEST = Path(render.__file__).resolve().parents[1] / "models" / "manifest.yaml"
+LOCAL_MANIFEST_NAME = "manifest.yaml"
+
+PRECISIONS = ("fp32", "fp16")
+CONTRACTS = (
+    "detector-scrfd",
+    "detector-retinaface",
+    "detector-yunet",
+    "detector-yoloface",
+    "embedder-arcface",
+    "swapper-inswapper",
+    "enhancer-gfpgan",
+    "enhancer-codeformer",
+    "enhancer-gpen",
+    "occluder-xseg",
+    "parser-bisenet",
+    "landmarker-2dfan4",
+)
+TEMPLATES = ("arcface_112_v2", "arcface_128", "ffhq_512")
+
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_KEYS = {
+    "file", "sha256", "size", "urls", "licence", "commercial_use", "contract", "template",
+    "input_size", "precision", "variants", "confirmed", "source", "source_sha256", "converter",
+    "note",
+}
+_REQUIRED = ("file", "sha256", "licence", "contract")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One pinned model file. ``origin`` is the manifest file the entry came from."""
+
+    name: str
+    file: str
+    sha256: str
+    size: int | None
+    urls: tuple[str, ...]
+    licence: str
+    commercial_use: bool
+    contract: str
+    template: str | None
+    input_size: int | None
+    precision: str = "fp32"
+    variants: Mapping[str, str] = field(default_factory=dict)
+    confirmed: bool = True
+    source: str | None = None
+    source_sha256: str | None = None
+    converter: str | None = None
+    note: str | None = None
+    origin: Path | None = None
+
+    def __hash__(self) -> int:  # variants is a dict: hash on the identity that matters
+        return hash((self.name, self.file, self.sha256, self.precision))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest form of this entry (without name and origin)."""
+        out: dict[str, Any] = {
+            "file": self.file, "sha256": self.sha256, "size": self.size, "urls": list(self.urls),
+            "licence": self.licence, "commercial_use": self.commercial_use,
+            "contract": self.contract, "template": self.template, "input_size": self.input_size,
+            "precision": self.precision,
+        }
+        if self.variants:
+            out["variants"] = dict(self.variants)
+        if not self.confirmed:
+            out["confirmed"] = False
+        for key in ("source", "source_sha256", "converter", "note"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+def nearest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
+    names = list(names)
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
+    if not close:
+        close = [m for m in names if name.lower() in m.lower() or m.lower() in name.lower()][:n]
+    return close
+
+
+class Manifest:
+    """The layered set of entries, by name."""
+
+    def __init__(self, entries: Mapping[str, ModelEntry], files: Iterable[Path] = ()) -> None:
+        self._entries = dict(entries)
+        self.files = tuple(files)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self):
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def entries(self) -> list[ModelEntry]:
+        return list(self._entries.values())
+
+    def get(self, name: str) -> ModelEntry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            close = nearest(name, self._entries)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise ModelError(
+                f"unknown model {name!r}: {hint}`render models list` shows the models in the "
+                f"manifest; add your own in a manifest overlay (see models/local/README.md)"
+            ) from None
+
+    def resolve(self, name: str, precision: str) -> ModelEntry:
+        """The entry to load for model ``name`` at ``precision``.
+
+        The entry itself when its precision matches; else its pinned ``variants[precision]``;
+        else a converted entry whose ``source`` is ``name`` with that precision.
+        """
+        if precision not in PRECISIONS:
+            raise ModelError(f"unknown precision {precision!r} for model {name}: use fp32 or fp16")
+        entry = self.get(name)
+        if entry.precision == precision:
+            return entry
+        variant = entry.variants.get(precision)
+        if variant is not None:
+            target = self.get(variant)
+            if target.precision != precision:
+                raise ModelError(
+                    f"model {name}'s {precision} variant {variant} is {target.precision} "
+                    f"in {target.origin}: fix its precision key"
+                )
+            return target
+        for other in self._entries.values():
+            if other.source == name and other.precision == precision:
+                return other
+        if precision == "fp16":
+            raise ModelError(
+                f"model {name} has no fp16 file: run `render models convert {name} fp16`"
+            )
+        raise ModelError(
+            f"model {name} has no {precision} file: use precision={entry.precision} "
+            f"or add a {precision} entry to a manifest overlay"
+        )
+
+
+def _bad(path: Path, name: str, key: str, what: str) -> ModelError:
+    return ModelError(f"{path}: models.{name}.{key} {what}: fix it in that manifest file")
+
+
+def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
+    if not _NAME_RE.match(str(name)):
+        raise ModelError(f"{path}: model name {name!r} must be letters, digits, _ . + -: rename it")
+    if not isinstance(raw, Mapping):
+        raise _bad(path, name, "", "must be a mapping of keys (file, sha256, licence, contract, ...)")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        key = str(unknown[0])
+        close = nearest(key, sorted(_KEYS), 1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise _bad(path, name, key, f"is not a manifest key{hint}")
+    for key in _REQUIRED:
+        if raw.get(key) in (None, ""):
+            raise _bad(path, name, key, "is required")
+
+    def string(key: str, optional: bool = True) -> str | None:
+        value = raw.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise _bad(path, name, key, "must be a non-empty string")
+        return value.strip()
+
+    file = string("file", False)
+    assert file is not None
+    if "/" in file or "\\" in file or file in (".", "..") or file.startswith("."):
+        raise _bad(path, name, "file", "must be a plain file name inside the models folder")
+    sha = str(raw["sha256"]).strip().lower()
+    if not _SHA_RE.match(sha):
+        raise _bad(path, name, "sha256", "must be 64 hex digits (the file's SHA-256)")
+    size = raw.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise _bad(path, name, "size", "must be a positive number of bytes or left out")
+    urls_raw = raw.get("urls") or []
+    if isinstance(urls_raw, str):
+        urls_raw = [urls_raw]
+    if not isinstance(urls_raw, list) or not all(
+            isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls_raw):
+        raise _bad(path, name, "urls", "must be a list of http(s) URLs")
+    commercial = raw.get("commercial_use", False)
+    if not isinstance(commercial, bool):
+        raise _bad(path, name, "commercial_use", "must be true or false")
+    contract = string("contract", False)
+    if contract not in CONTRACTS:
+        close = nearest(str(contract), CONTRACTS, 1)
+        hint = f" (did you mean {close[0]}?)" if close else f" (one of {', '.join(CONTRACTS)})"
+        raise _bad(path, name, "contract", f"{contract!r} is not a known contract{hint}")
+    template = string("template")
+    if template is not None and template not in TEMPLATES:
+        raise _bad(path, name, "template", f"must be null or one of {', '.join(TEMPLATES)}")
+    input_size = raw.get("input_size")
+    if input_size is not None and (isinstance(input_size, bool) or not isinstance(input_size, int)
+                                   or input_size <= 0):
+        raise _bad(path, name, "input_size", "must be a positive number of pixels or null")
+    precision = raw.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        raise _bad(path, name, "precision", "must be fp32 or fp16")
+    variants = raw.get("variants") or {}
+    if not isinstance(variants, Mapping) or not all(
+            k in PRECISIONS and isinstance(v, str) and v for k, v in variants.items()):
+        raise _bad(path, name, "variants", "must map fp32/fp16 to model names")
+    confirmed = raw.get("confirmed", True)
+    if not isinstance(confirmed, bool):
+        raise _bad(path, name, "confirmed", "must be true or false")
+    source_sha = raw.get("source_sha256")
+    if source_sha is not None:
+        source_sha = str(source_sha).strip().lower()
+        if not _SHA_RE.match(source_sha):
+            raise _bad(path, name, "source_sha256", "must be 64 hex digits")
+    return ModelEntry(
+        name=str(name), file=file, sha256=sha, size=size, urls=tuple(urls_raw),
+        licence=str(raw["licence"]).strip(), commercial_use=commercial, contract=contract,
+        template=template, input_size=input_size, precision=precision,
+        variants=dict(variants), confirmed=confirmed, source=string("source"),
+        source_sha256=source_sha, converter=string("converter"), note=string("note"),
+        origin=path,
+    )
+
+
+def read_manifest_file(path: Path) -> dict[str, ModelEntry]:
+    """Parse and validate one manifest file; errors name the file and the key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelError(f"model manifest {path} not found: check the path") from None
+    except OSError as exc:
+        raise ModelError(f"cannot read model manifest {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ModelError(f"{path}{where}: not valid YAML: fix the manifest file") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ModelError(f"{path}: a manifest must be a mapping with `version: 1` and `models:`")
+    unknown = sorted(set(data) - {"version", "models"})
+    if unknown:
+        raise ModelError(f"{path}: unknown top-level key {unknown[0]!r}: use `version` and `models`")
+    version = data.get("version", 1)
+    if version != 1:
+        raise ModelError(f"{path}: manifest version {version!r} is not supported: use version: 1")
+    models = data.get("models") or {}
+    if not isinstance(models, Mapping):
+        raise ModelError(f"{path}: `models` must map model names to entries")
+    return {str(name): _entry(path, str(name), raw) for name, raw in models.items()}
+
+
+def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
+    """Shipped manifest, then ``<models_dir>/manifest.yaml``, then each extra path."""
+    paths = [SHIPPED_MANIFEST]
+    local = Path(models_dir) / LOCAL_MANIFEST_NAME
+    if local.is_file():
+        paths.append(local)
+    paths.extend(Path(p).expanduser() for p in extra)
+    entries: dict[str, ModelEntry] = {}
+    seen: list[Path] = []
+    for path in paths:
+        if path in seen:
+            continue
+        seen.append(path)
+        layer = read_manifest_file(path)
+        for name, entry in layer.items():
+            if name in entries:
+                log.debug("model %s from %s replaces the one from %s", name, path,
+                          entries[name].origin)
+            entries[name] = entry
+    for entry in entries.values():
+        for precision, target in entry.variants.items():
+            if target not in entries:
+                raise _bad(entry.origin or Path("?"), entry.name, f"variants.{precision}",
+                           f"names {target!r}, which no manifest defines")
+    return Manifest(entries, seen)
+
+
+def write_local_entries(models_dir: Path, entries: Iterable[ModelEntry]) -> Path:
+    """Add or replace entries in ``<models_dir>/manifest.yaml`` (atomic rewrite)."""
+    path = Path(models_dir) / LOCAL_MANIFEST_NAME
+    data: dict[str, Any] = {"version": 1, "models": {}}
+    if path.is_file():
+        read_manifest_file(path)  # validate before touching it
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data["models"] = dict(loaded.get("models") or {})
+    for entry in entries:
+        data["models"][entry.name] = entry.to_dict()
+    tmp = path.with_name(path.name + ".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = ("# Local model manifest, layered over the shipped models/manifest.yaml.\n"
+              "# Written by `render models convert`/`fetch from=`; you may add your own entries.\n")
+    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
+                   encoding="utf-8")
+    tmp.replace(path)
+    return path
