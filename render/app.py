@@ -22,7 +22,7 @@ from .faces.select import select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
-from .media.probe import MediaInfo, probe
+from .media.probe import MediaInfo, ffmpeg_version, probe
 from .media.reader import FrameReader
 from .media.writer import AtomicOutput, FrameWriter
 from .models.manifest import ModelEntry, load_manifest
@@ -187,6 +187,8 @@ class Renderer:
         self.cfg = cfg
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
+        version = ffmpeg_version()
+        self.legacy_vsync = version is not None and version < (5, 1)   # Ubuntu 22.04: ffmpeg 4.4
 
     def _stage(self, source: Path, times: StageTimes) -> FaceStage:
         cfg, m = self.cfg, self.models
@@ -244,22 +246,22 @@ class Renderer:
             if cfg.preview and info.height > cfg.preview_height:
                 scale_height = cfg.preview_height
         width, height = ffargs.decoded_size(info, scale_height)
-        decode = ffargs.decode_args(info, trim=trim, scale_height=scale_height)
+        decode = ffargs.decode_args(info, trim=trim, scale_height=scale_height,
+                                    legacy_vsync=self.legacy_vsync)
         job.output.parent.mkdir(parents=True, exist_ok=True)
         settings = self.models.settings
         progress = Progress(total, label=job.target.name, mode=cfg.progress) \
             if cfg.progress != "off" else None
         with AtomicOutput(job.output) as out:
             if info.is_image:
-                encode = ffargs.image_encode_args(job.output, width=width, height=height,
-                                                  out_path=out.tmp_path)
+                encode = ffargs.image_encode_args(out.tmp_path, width=width, height=height)
             else:
-                encode = ffargs.encode_args(info, out.tmp_path, final_path=job.output, width=width,
-                                            height=height, fps=info.fps,
+                encode = ffargs.encode_args(info, out.tmp_path, width=width, height=height, fps=info.fps,
                                             video=ffargs.EncodeSettings(
                                                 codec=cfg.encode.codec, crf=cfg.encode.crf,
                                                 preset=cfg.encode.preset,
-                                                pix_fmt=cfg.encode.pix_fmt), trim=trim)
+                                                pix_fmt=cfg.encode.pix_fmt), trim=trim,
+                                            legacy_vsync=self.legacy_vsync)
             try:
                 with FrameReader(decode, width, height) as reader, \
                         FrameWriter(encode, out.tmp_path) as writer:
