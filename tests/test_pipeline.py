@@ -1,0 +1,196 @@
+"""Streaming and the face stage: frames in flight, pass-through, batching equality, tracking."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import media_fixtures as mf
+import standins
+from render.faces.detect import Detector
+from render.faces.enhance import Enhancer
+from render.faces.mask import make_mask
+from render.faces.swap import Swapper, read_emap
+from render.faces.types import Face
+from render.pipeline import FaceStage, StageTimes, run_batched, stream
+from render.runtime import LazySession
+
+
+def _session(path):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("in_flight", [1, 3, 8])
+def test_frames_in_flight_never_exceed_the_setting(in_flight):
+    state = {"read": 0, "written": 0, "max": 0}
+    lock = threading.Lock()
+
+    def frames():
+        for i in range(40):
+            with lock:
+                state["read"] += 1
+                state["max"] = max(state["max"], state["read"] - state["written"])
+            yield np.full((4, 4, 3), i, np.uint8)
+
+    out = []
+
+    def write(frame):
+        time.sleep(0.002)
+        with lock:
+            state["written"] += 1
+        out.append(int(frame[0, 0, 0]))
+
+    def process(batch):
+        assert 1 <= len(batch) <= max(1, in_flight // 2)
+        time.sleep(0.001)
+
+    n = stream(frames(), write, process, frames_in_flight=in_flight, times=StageTimes())
+    assert n == 40 and out == list(range(40))          # every frame, in order
+    assert state["max"] <= in_flight
+
+
+def test_a_failing_writer_stops_the_stream():
+    def frames():
+        for _ in range(1000):
+            yield np.zeros((2, 2, 3), np.uint8)
+
+    def write(frame):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        stream(frames(), write, lambda b: None, frames_in_flight=4, times=StageTimes())
+
+
+def test_a_failing_reader_stops_the_stream():
+    def frames():
+        yield np.zeros((2, 2, 3), np.uint8)
+        raise RuntimeError("decoder died")
+
+    with pytest.raises(RuntimeError, match="decoder died"):
+        stream(frames(), lambda f: None, lambda b: None, frames_in_flight=4, times=StageTimes())
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("m")
+    standins.write_standins(d, dynamic_batch=True)
+    return d
+
+
+def _stage(models, *, batch, every=1, enhance=False, detector=None, counter=None):
+    swap_sess = _session(models / "inswapper_128.onnx")
+    if counter is not None:
+        real = swap_sess
+
+        class Counting:
+            def get_inputs(self):
+                return real.get_inputs()
+
+            def run(self, *a, **k):
+                counter.append(a[1]["target"].shape[0])
+                return real.run(*a, **k)
+
+        swap_sess = Counting()
+    swapper = Swapper(LazySession(lambda: swap_sess), read_emap(models / "inswapper_128.onnx"))
+    det = detector or Detector(LazySession(lambda: _session(models / "scrfd_2.5g.onnx")),
+                               "detector-scrfd", size=640, score=0.5, nms_iou=0.4)
+    enhancer = Enhancer(LazySession(lambda: _session(models / "gfpgan_1.4.onnx")), 0.8) \
+        if enhance else None
+    latent = swapper.latent(np.linspace(-1, 1, 512).astype(np.float32))
+    return FaceStage(detector=det, select=lambda frame, faces: faces, swapper=swapper,
+                     latent=latent, swap_mask=make_mask("feather", 128, 0.0, 0.3), enhancer=enhancer,
+                     enhance_mask=make_mask("feather", 512, 0.0, 0.3) if enhance else None,
+                     batch_size=batch, detect_every=every, times=StageTimes())
+
+
+def _frames(n=6, faces=2):
+    out = []
+    for i in range(n):
+        specs = [(200 + 10 * i, 180, 128), (480, 200, 128)][:faces]
+        frame, _ = mf.render_frame(640, 360, i, specs)
+        out.append(frame)
+    return out
+
+
+def test_batched_results_equal_batch_size_one(models):
+    a, b = _frames(), _frames()
+    calls_1, calls_8 = [], []
+    _stage(models, batch=1, enhance=True, counter=calls_1).process(a)
+    _stage(models, batch=8, enhance=True, counter=calls_8).process(b)
+    assert calls_1 == [1] * 12 and calls_8 == [8, 4]      # 6 frames × 2 faces
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    assert not np.array_equal(a[0], _frames()[0])         # and something was swapped
+
+
+def test_fixed_batch_model_runs_one_by_one(tmp_path):
+    standins.write_standins(tmp_path)                     # production layout: batch fixed at 1
+    calls = []
+    _stage(tmp_path, batch=8, counter=calls).process(_frames(3))
+    assert calls == [1] * 6
+
+
+def test_run_batched_chunks():
+    seen = []
+
+    def fn(x):
+        seen.append(len(x))
+        return x
+
+    out = run_batched(fn, np.arange(10), 4, None)
+    assert seen == [4, 4, 2] and out.tolist() == list(range(10))
+    seen.clear()
+    run_batched(fn, np.arange(3), 4, 1)
+    assert seen == [1, 1, 1]
+
+
+def test_frames_without_faces_pass_untouched_without_the_swapper(models):
+    calls = []
+    frames = _frames(4, faces=0)
+    originals = [f.copy() for f in frames]
+    _stage(models, batch=4, counter=calls).process(frames)
+    assert calls == []
+    assert all(np.array_equal(a, b) for a, b in zip(frames, originals))
+
+
+class _CountingDetector:
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = 0
+
+    def detect(self, frame):
+        self.calls += 1
+        return self.inner.detect(frame)
+
+
+def test_detect_every_n_frames_tracks_in_between(models):
+    inner = Detector(LazySession(lambda: _session(models / "scrfd_2.5g.onnx")), "detector-scrfd",
+                     size=640, score=0.5, nms_iou=0.4)
+    det = _CountingDetector(inner)
+    stage = _stage(models, batch=4, every=3, detector=det)
+    frames = _frames(6, faces=1)               # the face moves 10 px right per frame
+    tracked = [stage._faces(f) for f in frames]
+    assert det.calls == 2                      # frames 0 and 3
+    assert all(len(t) == 1 for t in tracked)
+    # between detections the keypoints follow the drawn face: 10 px right per frame
+    for k in (1, 2, 4, 5):
+        base = tracked[k - k % 3][0]
+        shift = (tracked[k][0].kps - base.kps).mean(axis=0)
+        assert shift == pytest.approx([10.0 * (k % 3), 0.0], abs=1.5)
+        assert (tracked[k][0].box - base.box)[[0, 2]] == pytest.approx([10.0 * (k % 3)] * 2, abs=1.5)
+
+
+def test_tracking_falls_back_to_detection_when_the_face_is_lost(models):
+    inner = Detector(LazySession(lambda: _session(models / "scrfd_2.5g.onnx")), "detector-scrfd",
+                     size=640, score=0.5, nms_iou=0.4)
+    det = _CountingDetector(inner)
+    stage = _stage(models, batch=4, every=5, detector=det)
+    frames = _frames(1, faces=1) + [mf.background(640, 360, 1)] * 2   # then a featureless frame
+    stage._faces(frames[0])
+    stage._faces(frames[1])
+    assert det.calls == 2
