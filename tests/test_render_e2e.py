@@ -231,3 +231,30 @@ def test_ctrl_c_leaves_nothing_that_looks_finished(workdir, standin_models, tmp_
     assert list((workdir / "out").iterdir()) == []
     children = subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip.path}"], capture_output=True, text=True)
     assert children.stdout.strip() == "", "ffmpeg children left running"
+
+
+def test_preview_renders_at_720p(workdir, standin_models, tmp_path):
+    clip = mf.make_clip(tmp_path / "hd.mp4", width=1920, height=1080, seconds=0.6)
+    out = workdir / "out" / "hd.mp4"
+    r = run_cli("profile=low", "preview=true", f"source={workdir / 'in' / 'source.jpg'}",
+                f"target={clip.path}", f"output={out}", *model_args(standin_models, workdir / "cache"))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(out)
+    assert (p.width, p.height) == (1280, 720) and p.frames == clip.frame_count
+
+
+@pytest.mark.parametrize("trim,frames", [("0.4-1.2", 20), ("10f-35f", 25), ("2.4-", 15)])
+def test_trim_renders_a_range_with_matching_audio(workdir, standin_models, clip, trim, frames):
+    out = workdir / "out" / "cut.mp4"
+    r = run_cli("profile=low", f"trim={trim}", f"source={workdir / 'in' / 'source.jpg'}",
+                f"target={clip.path}", f"output={out}", *model_args(standin_models, workdir / "cache"))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(out)
+    assert p.frames == frames
+    assert p.audio_duration == pytest.approx(frames / 25, abs=1 / 25 + 1e-3)
+    # the first output frame is the trim's first frame, swapped where it has faces
+    first = int(round(float(trim.split("-")[0].rstrip("f")) * (1 if "f" in trim else 25)))
+    a = mf.read_frames(clip.path)[first]
+    b = mf.read_frames(out, max_frames=1)[0]
+    _, outside = _region_masks(a.shape, clip.boxes[first])
+    assert _diff(a, b)[outside].mean() < 2.0

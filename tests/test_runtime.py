@@ -1,0 +1,83 @@
+"""Sessions: providers in order, skipped ones logged once, options from the memory strategy."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from render.config import load_config
+from render.errors import ModelError
+from render.runtime import STRATEGIES, LazySession, SessionFactory, strategy, trt_cache_dir
+
+ALL = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def _factory(tmp_path, available=ALL, **overrides):
+    cfg = load_config({k: str(v) for k, v in overrides.items()}, env={})
+    return SessionFactory(cfg.execution, tmp_path, available=available)
+
+
+def test_providers_in_order_and_unavailable_ones_skipped_with_one_line(tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    f = _factory(tmp_path, available=["CPUExecutionProvider"], profile="low")
+    assert f.providers == ["CPUExecutionProvider"]
+    lines = [r.getMessage() for r in caplog.records if "not available" in r.getMessage()]
+    assert lines == ["execution providers not available here, skipped: tensorrt, cuda"]
+    assert _factory(tmp_path, profile="low").providers == ALL
+
+
+def test_no_usable_provider_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="none of the execution providers cuda"):
+        _factory(tmp_path, available=["CPUExecutionProvider"], **{"execution.providers": "cuda"})
+
+
+def test_low_strategy_options(tmp_path):
+    f = _factory(tmp_path, profile="low")
+    opts = dict(f.provider_options(fp16=True))
+    cuda = opts["CUDAExecutionProvider"]
+    assert cuda["arena_extend_strategy"] == "kSameAsRequested"
+    assert cuda["cudnn_conv_algo_search"] == "HEURISTIC"
+    assert cuda["gpu_mem_limit"] == STRATEGIES["low"].gpu_mem_limit_mb << 20
+    trt = opts["TensorrtExecutionProvider"]
+    assert trt["trt_fp16_enable"] is True and trt["trt_engine_cache_enable"] is True
+    assert trt["trt_max_workspace_size"] == 1024 << 20
+    assert trt["trt_engine_cache_path"].startswith(str(tmp_path / "tensorrt"))
+    so = f.session_options()
+    assert so.enable_cpu_mem_arena is False and so.enable_mem_pattern is False
+
+
+def test_high_strategy_options(tmp_path):
+    f = _factory(tmp_path, profile="high")
+    cuda = dict(f.provider_options(fp16=False))["CUDAExecutionProvider"]
+    assert cuda["cudnn_conv_algo_search"] == "EXHAUSTIVE" and "gpu_mem_limit" not in cuda
+    assert f.session_options().enable_cpu_mem_arena is True
+    assert strategy(load_config({"profile": "high"}, env={}).execution).release_idle_models is False
+
+
+def test_explicit_values_override_the_strategy(tmp_path):
+    cfg = load_config({"profile": "low", "execution.frames_in_flight": "0",
+                       "execution.batch_size": "0", "execution.gpu_mem_limit_mb": "1000"}, env={})
+    s = strategy(cfg.execution)
+    assert s.frames_in_flight == STRATEGIES["low"].frames_in_flight
+    assert s.batch_size == STRATEGIES["low"].batch_size and s.gpu_mem_limit_mb == 1000
+    cfg = load_config({"profile": "low", "execution.memory_strategy": "high",
+                       "execution.frames_in_flight": "0"}, env={})
+    assert strategy(cfg.execution).frames_in_flight == STRATEGIES["high"].frames_in_flight
+
+
+def test_trt_cache_is_keyed_by_gpu_ort_and_trt_versions(tmp_path):
+    import onnxruntime as ort
+    d = trt_cache_dir(tmp_path)
+    assert d.parent == tmp_path / "tensorrt"
+    assert f"-ort{ort.__version__}-trt" in d.name
+
+
+def test_lazy_session_loads_on_first_use_and_releases():
+    made = []
+    lazy = LazySession(lambda: made.append(1) or object())
+    assert not lazy.loaded and made == []
+    s1 = lazy.session
+    assert lazy.session is s1 and made == [1]
+    lazy.release()
+    assert not lazy.loaded
+    assert lazy.session is not s1 and made == [1, 1]
