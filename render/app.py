@@ -15,7 +15,7 @@ import numpy as np
 from .config import Config, parse_trim, required_models
 from .errors import MediaError, ModelError, RenderError, UsageError
 from .faces.detect import Detector
-from .faces.embed import EmbeddingCache, Embedder, file_sha256
+from .faces.embed import EmbeddingCache, Embedder
 from .faces.enhance import Enhancer
 from .faces.mask import make_mask
 from .faces.select import select_faces
@@ -26,7 +26,7 @@ from .media.probe import MediaInfo, ffmpeg_version, probe
 from .media.reader import FrameReader
 from .media.writer import AtomicOutput, FrameWriter
 from .models.manifest import ModelEntry, load_manifest
-from .models.store import ModelStore, default_stamp_dir
+from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes, stream
 from .progress import Progress
 from .runtime import LazySession, SessionFactory, strategy
@@ -165,7 +165,7 @@ def read_image(path: Path, what: str) -> np.ndarray:
 
 def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str) -> np.ndarray:
     """Raw embedding of the largest face in ``path``, computed once per (file, model) pair."""
-    source_sha = file_sha256(path)
+    source_sha = hash_file(path)
     model_sha = models.embedder_entry.sha256
     cached = cache.load(source_sha, model_sha)
     if cached is not None:

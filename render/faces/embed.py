@@ -1,18 +1,14 @@
 """ArcFace embedder (arcface_112_v2 template, 112 px) and the on-disk source-embedding cache."""
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
 from pathlib import Path
 
 import numpy as np
 
+from ..cache import load_array, save_array
 from ..runtime import LazySession
 from . import align
 from .types import Face
-
-log = logging.getLogger(__name__)
 
 
 class Embedder:
@@ -42,14 +38,6 @@ def identity_distance(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 - float(np.dot(normalise(a), normalise(b)))
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class EmbeddingCache:
     """Source embeddings on disk, keyed by the source file's and the embedder's SHA-256."""
 
@@ -60,23 +48,7 @@ class EmbeddingCache:
         return self.dir / f"{source_sha[:32]}-{model_sha[:32]}.npy"
 
     def load(self, source_sha: str, model_sha: str) -> np.ndarray | None:
-        p = self.path(source_sha, model_sha)
-        try:
-            value = np.load(p, allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        if value.shape != (512,) or value.dtype != np.float32 or not np.isfinite(value).all():
-            log.warning("ignoring damaged cached embedding %s", p)
-            return None
-        return value
+        return load_array(self.path(source_sha, model_sha), (512,))
 
     def store(self, source_sha: str, model_sha: str, value: np.ndarray) -> None:
-        p = self.path(source_sha, model_sha)
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as f:
-                np.save(f, np.asarray(value, np.float32))
-            os.replace(tmp, p)
-        except OSError as exc:  # a read-only cache only costs time
-            log.warning("cannot cache the source embedding in %s: %s", p.parent, exc)
+        save_array(self.path(source_sha, model_sha), value)

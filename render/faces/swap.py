@@ -1,17 +1,15 @@
 """inswapper_128: arcface_128 crops in, swapped crops out; emap from the last initializer."""
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ..cache import load_array, save_array
 from ..errors import ModelError
 from ..runtime import LazySession
-
-log = logging.getLogger(__name__)
 
 _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
@@ -31,21 +29,10 @@ def read_emap(path: Path) -> np.ndarray:
 def load_emap(path: Path, model_sha: str, cache_dir: Path) -> np.ndarray:
     """:func:`read_emap`, cached as .npy by the model's SHA-256 (parsing 500 MB costs seconds)."""
     cached = cache_dir / "emap" / f"{model_sha[:32]}.npy"
-    try:
-        emap = np.load(cached, allow_pickle=False)
-        if emap.shape == (512, 512):
-            return emap
-    except (OSError, ValueError):
-        pass
-    emap = read_emap(path)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            np.save(f, emap)
-        tmp.replace(cached)
-    except OSError as exc:
-        log.warning("cannot cache emap in %s: %s", cached.parent, exc)
+    emap = load_array(cached, (512, 512))
+    if emap is None:
+        emap = read_emap(path)
+        save_array(cached, emap)
     return emap
 
 
