@@ -14,7 +14,7 @@ import numpy as np
 
 from .config import Config, parse_trim, required_models
 from .errors import MediaError, ModelError, RenderError, UsageError
-from .faces.detect import Detector
+from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from .faces.embed import EmbeddingCache, Embedder
 from .faces.enhance import Enhancer
 from .faces.mask import make_mask
@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
 SOURCE_NAMES = ("source.jpg", "source.jpeg", "source.png", "source.webp")
-
-DETECTOR_CONTRACTS = ("detector-scrfd", "detector-retinaface", "detector-yunet")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import pytest
 
 from render.faces import align
 from render.faces.composite import paste
-from render.faces.detect import decode_scrfd, decode_yunet, nms
+from render.faces.detect import decode_scrfd, decode_yoloface, decode_yunet, nms
 from render.faces.embed import EmbeddingCache, identity_distance
 from render.faces.mask import box_mask, make_mask
 from render.faces.select import select_faces
@@ -76,6 +76,17 @@ def test_yunet_decoder():
     order = list(reversed(range(12)))
     b2, _, _ = decode_yunet([outs[i] for i in order], (h, w), 0.5, [names[i] for i in order])
     assert np.allclose(b2, boxes)
+
+
+def test_yoloface_decoder():
+    out = np.zeros((1, 20, 8400), np.float32)
+    out[0, :5, 7] = [320, 240, 100, 120, 0.8]
+    out[0, 5:20, 7] = [300, 220, 0.9] * 5
+    out[0, 4, 8] = 0.2
+    boxes, kps, scores = decode_yoloface([out], 0.5)
+    assert scores.tolist() == pytest.approx([0.8])
+    assert boxes[0].tolist() == pytest.approx([270, 180, 370, 300])
+    assert kps.shape == (1, 5, 2) and kps[0, 0].tolist() == pytest.approx([300, 220])
 
 
 def test_nms_keeps_best_of_overlaps():

@@ -1,7 +1,7 @@
-"""Face detectors: the SCRFD/RetinaFace 9-output format and the YuNet 12-output format.
+"""Face detectors: the SCRFD/RetinaFace 9-output format, the YuNet 12-output format and yoloface.
 
 The contract is named by the manifest entry (``detector-scrfd``, ``detector-retinaface``,
-``detector-yunet``), never guessed from tensor shapes. Decoders are pure numpy functions so they
+``detector-yunet``, ``detector-yoloface``), never guessed from tensor shapes. Decoders are pure numpy functions so they
 can be tested without a model.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..runtime import LazySession
 from .types import Face
 
 STRIDES = (8, 16, 32)
+CONTRACTS = ("detector-scrfd", "detector-retinaface", "detector-yunet", "detector-yoloface")
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
@@ -113,6 +114,20 @@ def decode_yunet(outputs: list[np.ndarray], input_hw: tuple[int, int], threshold
     return np.concatenate(all_boxes), np.concatenate(all_kps), np.concatenate(all_scores)
 
 
+def decode_yoloface(outputs: list[np.ndarray], threshold: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """yoloface_8n: one [1, 20, A] output: cx, cy, w, h, score, then 5 × (x, y, visibility)."""
+    if len(outputs) != 1:
+        raise ValueError(f"yoloface format has 1 output, the model gave {len(outputs)}")
+    pred = np.asarray(outputs[0], np.float32).reshape(20, -1).T
+    keep = pred[:, 4] >= threshold
+    pred = pred[keep]
+    centre, size = pred[:, 0:2], pred[:, 2:4]
+    boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)
+    kps = pred[:, 5:20].reshape(-1, 5, 3)[:, :, :2]
+    return boxes, np.ascontiguousarray(kps), pred[:, 4]
+
+
 def _ceil32(v: float) -> int:
     return int(math.ceil(v / 32.0) * 32)
 
@@ -122,7 +137,7 @@ class Detector:
 
     def __init__(self, lazy: LazySession, contract: str, *, size: int, score: float, nms_iou: float
                  ) -> None:
-        if contract not in ("detector-scrfd", "detector-retinaface", "detector-yunet"):
+        if contract not in CONTRACTS:
             raise ValueError(f"unsupported detector contract {contract!r}")
         self.lazy = lazy
         self.contract = contract
@@ -150,7 +165,9 @@ class Detector:
         canvas[:sh, :sw] = resized
         session = self.lazy.session
         x = canvas.astype(np.float32)
-        if self.contract != "detector-yunet":
+        if self.contract == "detector-yoloface":
+            x = x / 255.0
+        elif self.contract != "detector-yunet":
             x = (x - 127.5) / 128.0
         blob = x.transpose(2, 0, 1)[None]
         inp = session.get_inputs()[0]
@@ -158,6 +175,8 @@ class Detector:
         if self.contract == "detector-yunet":
             names = [o.name for o in session.get_outputs()]
             boxes, kps, scores = decode_yunet(outputs, (ch, cw), self.score, names)
+        elif self.contract == "detector-yoloface":
+            boxes, kps, scores = decode_yoloface(outputs, self.score)
         else:
             boxes, kps, scores = decode_scrfd(outputs, (ch, cw), self.score)
         keep = nms(boxes, scores, self.nms_iou)
