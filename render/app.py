@@ -5,6 +5,7 @@ The app layer: it knows files, models and the pipeline, and wires them with the 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,8 @@ def plan_jobs(cfg: Config) -> list[Job]:
         raise UsageError("no target given: target=PATH (the video or image to render)")
     targets = [t for t in targets if t.resolve() != source.resolve()]
     if not targets:
+        if folder is None:
+            raise UsageError(f"target {cfg.target} is the source image itself")
         raise MediaError(f"nothing to render in {folder}: no video or image besides the source")
 
     if cfg.output and (folder is None):
@@ -105,10 +108,23 @@ def plan_jobs(cfg: Config) -> list[Job]:
         if o.suffix.lower() not in VIDEO_EXTS | IMAGE_EXTS:
             raise UsageError(f"output {o}: unknown file type '{o.suffix}' (use one of "
                              f"{', '.join(sorted(VIDEO_EXTS | IMAGE_EXTS))})")
+        if (o.suffix.lower() in IMAGE_EXTS) != (t.suffix.lower() in IMAGE_EXTS):
+            kinds = ("an image", "a video") if o.suffix.lower() in IMAGE_EXTS else ("a video", "an image")
+            raise UsageError(f"output {o} is {kinds[0]} but target {t} is {kinds[1]}")
         if o.resolve() == t.resolve():
             raise UsageError(f"output {o} would overwrite its target")
+        _check_writable(o.parent)
         jobs.append(Job(source, t, o))
     return jobs
+
+
+def _check_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"output folder {folder} is not writable by this user")
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -246,7 +262,6 @@ class Renderer:
         width, height = ffargs.decoded_size(info, scale_height)
         decode = ffargs.decode_args(info, trim=trim, scale_height=scale_height,
                                     legacy_vsync=self.legacy_vsync)
-        job.output.parent.mkdir(parents=True, exist_ok=True)
         settings = self.models.settings
         progress = Progress(total, label=job.target.name, mode=cfg.progress) \
             if cfg.progress != "off" else None

@@ -258,3 +258,25 @@ def test_trim_renders_a_range_with_matching_audio(workdir, standin_models, clip,
     b = mf.read_frames(out, max_frames=1)[0]
     _, outside = _region_masks(a.shape, clip.boxes[first])
     assert _diff(a, b)[outside].mean() < 2.0
+
+
+@pytest.mark.parametrize("output,expect,code", [
+    ("x.gif", "unknown file type '.gif'", 2),
+    ("x.png", "is an image but target", 2),
+])
+def test_bad_output(workdir, standin_models, clip, output, expect, code):
+    msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
+               f"target={clip.path}", f"output={workdir / 'out' / output}", code=code)
+    assert expect in msg
+
+
+def test_unwritable_output_folder(workdir, standin_models, clip):
+    msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
+               f"target={clip.path}", "output=/proc/none/x.mp4", code=2)
+    assert "cannot create output folder /proc/none" in msg
+
+
+def test_video_as_source(workdir, standin_models, clip):
+    msg = _bad(workdir, standin_models, f"source={clip.path}", f"target={workdir / 'in' / 'source.jpg'}",
+               f"output={workdir / 'out' / 'x.jpg'}", code=3)
+    assert "cannot read source image" in msg
