@@ -124,7 +124,7 @@ def _check_writable(folder: Path) -> None:
     except OSError as exc:
         raise UsageError(f"cannot create output folder {folder}: {exc.strerror or exc}") from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"output folder {folder} is not writable by this user")
+        raise UsageError(f"output folder {folder} is not writable by this user (uid {os.getuid()})")
 
 
 # -- models ---------------------------------------------------------------------------------------

@@ -1,0 +1,82 @@
+"""Static checks of the appliance files (no Docker needed): compose.yaml's two services, the
+Dockerfile's build arguments and the hash-locked requirements."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose() -> dict:
+    return yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
+
+
+def test_both_services_are_locked_down_the_same_way():
+    services = _compose()["services"]
+    assert set(services) == {"render", "render-cpu"}
+    for name, svc in services.items():
+        assert svc["network_mode"] == "none", name
+        assert svc["read_only"] is True, name
+        assert any(str(t).split(":")[0] == "/tmp" for t in svc["tmpfs"]), name
+        assert sorted(svc["volumes"]) == ["./in:/data/in:ro", "./out:/data/out", "render-cache:/cache"]
+        uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", svc["user"]).split(":")[0]
+        assert uid.isdigit() and int(uid) != 0, (name, svc["user"])
+    assert "render-cache" in _compose()["volumes"]
+
+
+def test_only_the_gpu_service_asks_for_a_gpu_and_each_sits_in_its_own_profile():
+    services = _compose()["services"]
+    gpu, cpu = services["render"], services["render-cpu"]
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    assert "deploy" not in cpu and "runtime" not in cpu and "gpus" not in cpu
+    assert gpu["profiles"] == ["gpu"] and cpu["profiles"] == ["cpu"]
+    assert gpu["build"]["args"]["ORT_PACKAGE"] == "onnxruntime-gpu"
+    assert cpu["build"]["args"]["ORT_PACKAGE"] == "onnxruntime"
+
+
+def test_dockerfile_build_arguments_and_runtime_settings():
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    args: dict[str, str] = {}
+    for name, default in re.findall(r"^ARG ([A-Z_]+)(?:=(.*))?$", text, re.M):
+        args.setdefault(name, default)          # the first declaration carries the default
+    for name in ("BASE_IMAGE", "ORT_PACKAGE", "MODEL_SET", "WITH_TENSORRT", "VERSION", "SOURCE_URL"):
+        assert name in args, name
+    assert re.fullmatch(r"nvidia/cuda:12\.\d+\.\d+-cudnn-runtime-ubuntu22\.04", args["BASE_IMAGE"])
+    assert args["ORT_PACKAGE"] == "onnxruntime-gpu" and args["MODEL_SET"] == "all"
+    assert re.search(r"^USER 10001:10001$", text, re.M)
+    assert re.search(r'^ENTRYPOINT \["/opt/render/venv/bin/python", "-m", "render"\]$', text, re.M)
+    assert "--require-hashes" in text and "PYTHONDONTWRITEBYTECODE=1" in text
+    # code comes after the models: the last COPY of render/ follows the models stage
+    assert text.rindex("COPY render/ ") > text.index("COPY --from=models")
+
+
+def _pins(lock: Path) -> dict[str, tuple[str, list[str]]]:
+    pins: dict[str, tuple[str, list[str]]] = {}
+    name = None
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-]+)==([^ \\]+)", line)
+        if m:
+            name = m.group(1).lower()
+            pins[name] = (m.group(2), [])
+        elif name and "--hash=sha256:" in line:
+            pins[name][1].append(line.split("--hash=sha256:")[1].split()[0])
+        elif line.strip() and not line.lstrip().startswith(("#", "--hash")):
+            name = None
+    return pins
+
+
+def test_locks_pin_every_package_with_hashes_and_agree_with_each_other():
+    cpu = _pins(ROOT / "requirements" / "onnxruntime.lock")
+    gpu = _pins(ROOT / "requirements" / "onnxruntime-gpu.lock")
+    for pins in (cpu, gpu):
+        assert all(hashes for _, hashes in pins.values())
+        for dep in ("numpy", "opencv-python-headless", "ffmpeg-python", "pyyaml", "onnx", "requests", "tqdm"):
+            assert dep in pins, dep
+    assert cpu["onnxruntime"][0] == gpu["onnxruntime-gpu"][0]
+    shared = set(cpu) - {"onnxruntime"}
+    assert shared == set(gpu) - {"onnxruntime-gpu"}
+    assert all(cpu[n][0] == gpu[n][0] for n in shared)
