@@ -23,7 +23,7 @@ from .faces.select import select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
-from .media.probe import MediaInfo, ffmpeg_version, probe
+from .media.probe import IMAGE_EXTENSIONS, ffmpeg_version, probe
 from .media.reader import FrameReader
 from .media.writer import AtomicOutput, FrameWriter
 from .models.manifest import ModelEntry, load_manifest
@@ -34,8 +34,10 @@ from .runtime import LazySession, SessionFactory, strategy
 
 log = logging.getLogger(__name__)
 
-VIDEO_EXTS = {".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"}
-IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
+# what can be rendered from, and what can be written
+VIDEO_EXTS = frozenset({".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"})
+IMAGE_EXTS = IMAGE_EXTENSIONS
+OUTPUT_EXTS = frozenset(ffargs.VIDEO_FORMATS) | frozenset(ffargs.IMAGE_FORMATS)
 SOURCE_NAMES = ("source.jpg", "source.jpeg", "source.png", "source.webp")
 
 
@@ -102,12 +104,12 @@ def plan_jobs(cfg: Config) -> list[Job]:
         out_dir = Path(cfg.output) if cfg.output else Path(cfg.output_dir) if cfg.output_dir else None
         if out_dir is None:
             raise UsageError("no output given: output=PATH (or output_dir=DIR)")
-        outputs = [out_dir / t.name for t in targets]
+        outputs = [out_dir / _output_name(t) for t in targets]
     jobs = []
     for t, o in zip(targets, outputs):
-        if o.suffix.lower() not in VIDEO_EXTS | IMAGE_EXTS:
-            raise UsageError(f"output {o}: unknown file type '{o.suffix}' (use one of "
-                             f"{', '.join(sorted(VIDEO_EXTS | IMAGE_EXTS))})")
+        if o.suffix.lower() not in OUTPUT_EXTS:
+            raise UsageError(f"output {o}: cannot write '{o.suffix}' files (use one of "
+                             f"{', '.join(sorted(OUTPUT_EXTS))})")
         if (o.suffix.lower() in IMAGE_EXTS) != (t.suffix.lower() in IMAGE_EXTS):
             kinds = ("an image", "a video") if o.suffix.lower() in IMAGE_EXTS else ("a video", "an image")
             raise UsageError(f"output {o} is {kinds[0]} but target {t} is {kinds[1]}")
@@ -116,6 +118,13 @@ def plan_jobs(cfg: Config) -> list[Job]:
         _check_writable(o.parent)
         jobs.append(Job(source, t, o))
     return jobs
+
+
+def _output_name(target: Path) -> str:
+    """The target's name, with .mp4 / .png where its own type cannot be written (avi, bmp, tiff)."""
+    if target.suffix.lower() in OUTPUT_EXTS:
+        return target.name
+    return target.stem + (".png" if target.suffix.lower() in IMAGE_EXTS else ".mp4")
 
 
 def _check_writable(folder: Path) -> None:
@@ -238,9 +247,9 @@ class Renderer:
         cfg = self.cfg
         started = time.perf_counter()
         info = probe(job.target)
-        if job.output.suffix.lower() in IMAGE_EXTS and not info.is_image:
+        if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
-        if info.is_image and job.output.suffix.lower() not in IMAGE_EXTS:
+        if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:
             raise UsageError(f"output {job.output} is a video but target {job.target} is an image")
         times = StageTimes()
         stage = self._stage(job.source, times)

@@ -261,7 +261,7 @@ def test_trim_renders_a_range_with_matching_audio(workdir, standin_models, clip,
 
 
 @pytest.mark.parametrize("output,expect,code", [
-    ("x.gif", "unknown file type '.gif'", 2),
+    ("x.gif", "cannot write '.gif' files", 2),
     ("x.png", "is an image but target", 2),
 ])
 def test_bad_output(workdir, standin_models, clip, output, expect, code):

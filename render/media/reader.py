@@ -76,6 +76,18 @@ class StderrTail:
         return last_meaningful_line(self.text)
 
 
+def spawn(argv: list[str], role: str, name: str, **pipes) -> tuple[subprocess.Popen, StderrTail]:
+    """Start an ffmpeg child with its stderr drained by a thread (never an unread pipe)."""
+    log.debug("%s: %s", role, " ".join(argv))
+    try:
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, bufsize=0, **pipes)
+    except FileNotFoundError:
+        raise RenderFailed(f"{argv[0]} not found: install ffmpeg") from None
+    except OSError as exc:
+        raise RenderFailed(f"cannot start {argv[0]} for {name}: {exc}") from None
+    return proc, StderrTail(proc.stderr, name=f"{role} {os.path.basename(name)}")
+
+
 def grow_pipe(fileobj, size: int = 1 << 20) -> None:
     """Best effort: enlarge a pipe's kernel buffer (Linux, up to pipe-max-size) so that a large
     frame moves in fewer system calls. Silently does nothing where unsupported."""
@@ -152,15 +164,8 @@ class FrameReader:
         self.frames_read = 0
         self._eof = False
         self._closed = False
-        log.debug("decoder: %s", " ".join(self.argv))
-        try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, bufsize=0)
-        except FileNotFoundError:
-            raise RenderFailed(f"{self.argv[0]} not found: install ffmpeg") from None
-        except OSError as exc:
-            raise RenderFailed(f"cannot start {self.argv[0]} for {self.name}: {exc}") from None
-        self._stderr = StderrTail(self.proc.stderr, name=f"decoder {os.path.basename(self.name)}")
+        self.proc, self._stderr = spawn(self.argv, "decoder", self.name,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         grow_pipe(self.proc.stdout)
 
     # -- iteration -----------------------------------------------------------------------------

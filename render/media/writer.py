@@ -21,7 +21,7 @@ import numpy as np
 
 from render.errors import MediaError, RenderFailed
 
-from .reader import StderrTail, _describe, grow_pipe, reap
+from .reader import _describe, grow_pipe, reap, spawn
 
 log = logging.getLogger(__name__)
 
@@ -123,15 +123,8 @@ class FrameWriter:
         self.frame_shape = (int(height), int(width), 3) if width and height else None
         self.frames_written = 0
         self._done = False
-        log.debug("encoder: %s", " ".join(self.argv))
-        try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE, bufsize=0)
-        except FileNotFoundError:
-            raise RenderFailed(f"{self.argv[0]} not found: install ffmpeg") from None
-        except OSError as exc:
-            raise RenderFailed(f"cannot start {self.argv[0]} for {self.name}: {exc}") from None
-        self._stderr = StderrTail(self.proc.stderr, name=f"encoder {os.path.basename(self.tmp_path)}")
+        self.proc, self._stderr = spawn(self.argv, "encoder", self.tmp_path,
+                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
         grow_pipe(self.proc.stdin)
 
     def __enter__(self) -> "FrameWriter":
