@@ -174,7 +174,8 @@ ENV PATH=/opt/render/venv/bin:$PATH \
     RENDER_MODELS_DIR=/opt/render/models \
     RENDER_CACHE_DIR=/cache \
     RENDER_INPUT_DIR=/data/in \
-    RENDER_OUTPUT_DIR=/data/out
+    RENDER_OUTPUT_DIR=/data/out \
+    ORT_DISABLE_TELEMETRY=1
 
 USER 10001:10001
 WORKDIR /data

@@ -81,3 +81,19 @@ def test_lazy_session_loads_on_first_use_and_releases():
     lazy.release()
     assert not lazy.loaded
     assert lazy.session is not s1 and made == [1, 1]
+
+
+def test_ort_threads_do_not_spin(tmp_path):
+    so = _factory(tmp_path, profile="low").session_options()
+    assert so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert so.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_importing_render_turns_ort_telemetry_off():
+    import subprocess
+    import sys
+    code = "import os, render, onnxruntime; print(os.environ['ORT_DISABLE_TELEMETRY'])"
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    assert out.stdout.strip() == "1", out.stderr

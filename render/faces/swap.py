@@ -4,8 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
 from ..cache import load_array, save_array
 from ..errors import ModelError
@@ -16,6 +14,9 @@ _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
 def read_emap(path: Path) -> np.ndarray:
     """The 512×512 matrix stored as the model's LAST graph initializer."""
+    import onnx  # imported here: ~0.6 s, and only needed when the cached emap is missing
+    from onnx import numpy_helper
+
     model = onnx.load(str(path), load_external_data=False)
     if not model.graph.initializer:
         raise ModelError(f"swapper {path} has no initializers; expected emap as the last one")
