@@ -16,6 +16,13 @@ from .types import Face
 
 STRIDES = (8, 16, 32)
 CONTRACTS = ("detector-scrfd", "detector-retinaface", "detector-yunet", "detector-yoloface")
+# (scale, mean): input = (BGR pixel - mean) * scale, per contract
+_NORMALISE = {
+    "detector-scrfd": (1 / 128.0, 127.5),
+    "detector-retinaface": (1 / 128.0, 127.5),
+    "detector-yunet": (1.0, 0.0),
+    "detector-yoloface": (1 / 255.0, 0.0),
+}
 
 
 def nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
@@ -164,12 +171,9 @@ class Detector:
         canvas = np.zeros((ch, cw, 3), np.uint8)
         canvas[:sh, :sw] = resized
         session = self.lazy.session
-        x = canvas.astype(np.float32)
-        if self.contract == "detector-yoloface":
-            x = x / 255.0
-        elif self.contract != "detector-yunet":
-            x = (x - 127.5) / 128.0
-        blob = x.transpose(2, 0, 1)[None]
+        scale, mean = _NORMALISE[self.contract]
+        blob = cv2.dnn.blobFromImage(canvas, scalefactor=scale, mean=(mean, mean, mean),
+                                     swapRB=False, crop=False)   # BGR, NCHW float32
         inp = session.get_inputs()[0]
         outputs = session.run(None, {inp.name: blob})
         if self.contract == "detector-yunet":
