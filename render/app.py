@@ -307,6 +307,8 @@ def render_all(cfg: Config) -> int:
     """Render every planned job; a bad target doesn't stop the others but makes the exit non-zero."""
     jobs = plan_jobs(cfg)
     renderer = Renderer(cfg)
+    # every job shares the source: a source without a face fails once, before any target
+    face_embedding(jobs[0].source, renderer.models, renderer.cache, "source")
     failures: list[RenderError] = []
     for job in jobs:
         try:
