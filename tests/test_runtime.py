@@ -97,3 +97,13 @@ def test_importing_render_turns_ort_telemetry_off():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert out.stdout.strip() == "1", out.stderr
+
+
+def test_threads_default_to_half_the_cpus(tmp_path):
+    import os
+    from render.runtime import default_threads
+    cpus = len(os.sched_getaffinity(0))
+    assert default_threads() == max(1, cpus // 2)
+    assert _factory(tmp_path).session_options().intra_op_num_threads == default_threads()
+    so = _factory(tmp_path, **{"execution.threads": 3}).session_options()
+    assert so.intra_op_num_threads == 3
