@@ -295,6 +295,18 @@ def _download(session, url: str, entry: ModelEntry, partial: Path, *, timeout: f
             time.sleep(delay)
 
 
+def _destination(entry: ModelEntry, models_dir: Path, stamp_dir: Path | None
+                 ) -> tuple[Path, ModelStore | None, bool]:
+    """(destination path, store, already in place and verified) for ``entry`` in ``models_dir``."""
+    models_dir.mkdir(parents=True, exist_ok=True)
+    dest = models_dir / entry.file
+    store = _store(models_dir, stamp_dir)
+    done = _in_place(entry, dest, store)
+    if done:
+        log.info("model %s is already in place and verified", entry.name)
+    return dest, store, done
+
+
 def fetch(entry: ModelEntry, models_dir: Path, *, timeout: float = 30, retries: int = 4,
           backoff: float = 1.0, progress: bool = True, stamp_dir: Path | None = None,
           session=None) -> Path:
@@ -302,11 +314,8 @@ def fetch(entry: ModelEntry, models_dir: Path, *, timeout: float = 30, retries: 
     import requests
 
     models_dir = Path(models_dir).expanduser()
-    models_dir.mkdir(parents=True, exist_ok=True)
-    dest = models_dir / entry.file
-    store = _store(models_dir, stamp_dir)
-    if _in_place(entry, dest, store):
-        log.info("model %s is already in place and verified", entry.name)
+    dest, store, done = _destination(entry, models_dir, stamp_dir)
+    if done:
         return dest
     if not entry.urls:
         raise ModelError(f"model {entry.name} has no download URL: put {entry.file} in "
@@ -355,11 +364,8 @@ def copy_from(entry: ModelEntry, folder: Path, models_dir: Path, *,
     if not src.is_file():
         raise ModelError(f"model {entry.name}: {entry.file} is not in {folder}: put it there or "
                          f"run `render models fetch {entry.name}`")
-    models_dir.mkdir(parents=True, exist_ok=True)
-    dest = models_dir / entry.file
-    store = _store(models_dir, stamp_dir)
-    if _in_place(entry, dest, store):
-        log.info("model %s is already in place and verified", entry.name)
+    dest, store, done = _destination(entry, models_dir, stamp_dir)
+    if done:
         return dest
     if dest.exists() and os.path.samefile(src, dest):
         raise ModelError(f"model {entry.name} at {dest} is corrupt: replace the file or run "
