@@ -282,7 +282,8 @@ class Renderer:
                                             video=ffargs.EncodeSettings(
                                                 codec=cfg.encode.codec, crf=cfg.encode.crf,
                                                 preset=cfg.encode.preset,
-                                                pix_fmt=cfg.encode.pix_fmt), trim=trim,
+                                                pix_fmt=cfg.encode.pix_fmt,
+                                                threads=cfg.encode.threads or None), trim=trim,
                                             legacy_vsync=self.legacy_vsync)
             try:
                 with FrameReader(decode, width, height) as reader, \

@@ -119,6 +119,8 @@ class Encode:
     crf: int = _f(18, "constant rate factor (lower = better)", min=0, max=63)
     preset: str = _f("medium", "encoder preset")
     pix_fmt: str = _f("yuv420p", "output pixel format")
+    threads: int = _f(0, "encoder threads (0 = ffmpeg's choice; pin it for bit-identical output "
+                      "across machines with different core counts)", min=0, max=64)
 
 
 @dataclass(frozen=True)

@@ -280,3 +280,16 @@ def test_video_as_source(workdir, standin_models, clip):
     msg = _bad(workdir, standin_models, f"source={clip.path}", f"target={workdir / 'in' / 'source.jpg'}",
                f"output={workdir / 'out' / 'x.jpg'}", code=3)
     assert "cannot read source image" in msg
+
+
+def test_rerender_is_bit_identical(workdir, standin_models, tmp_path):
+    clip = mf.make_clip(tmp_path / "bits.mp4", width=320, height=240, seconds=0.6)
+    outs = []
+    for n in (1, 2):
+        out = workdir / "out" / f"bits{n}.mp4"
+        r = run_cli("profile=low", "encode.threads=2", f"source={workdir / 'in' / 'source.jpg'}",
+                    f"target={clip.path}", f"output={out}",
+                    *model_args(standin_models, workdir / f"cache{n}"))
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
