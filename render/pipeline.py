@@ -153,11 +153,19 @@ class FaceStage:
             self._tracker.reset(frame, chosen)
         return chosen
 
-    def _crops(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], template: str,
-               size: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], stage: str,
+               run: Callable[[np.ndarray], np.ndarray], template: str, size: int,
+               max_batch: int | None, mask: np.ndarray) -> None:
+        """Align every face to ``template``, run the model over the crops in batches, paste back."""
+        t0 = time.perf_counter()
         matrices = [align.estimate(face.kps, template, size) for _, face in faces]
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
-        return crops, matrices
+        self.times.add("composite", time.perf_counter() - t0)
+        results = _timed(self.times, stage, run_batched, run, crops, self.batch_size, max_batch)
+        t0 = time.perf_counter()
+        for (i, _), crop, m in zip(faces, results, matrices):
+            paste(frames[i], crop, m, mask)
+        self.times.add("composite", time.perf_counter() - t0)
 
     def process(self, frames: list[np.ndarray]) -> None:
         """Swap the selected faces of ``frames`` in place."""
@@ -166,27 +174,12 @@ class FaceStage:
             return
         self.times.faces += len(faces)
         sw = self.swapper
-        t0 = time.perf_counter()
-        crops, matrices = self._crops(frames, faces, sw.template, sw.size)
-        self.times.add("composite", time.perf_counter() - t0)
-        swapped = _timed(self.times, "swap", run_batched,
-                         lambda c: sw.swap(c, self.latent), crops, self.batch_size, sw.max_batch)
-        t0 = time.perf_counter()
-        for (i, _), crop, m in zip(faces, swapped, matrices):
-            paste(frames[i], crop, m, self.swap_mask)
-        self.times.add("composite", time.perf_counter() - t0)
-        if self.enhancer is None:
-            return
+        self._apply(frames, faces, "swap", lambda c: sw.swap(c, self.latent), sw.template, sw.size,
+                    sw.max_batch, self.swap_mask)
         en = self.enhancer
-        t0 = time.perf_counter()
-        crops, matrices = self._crops(frames, faces, en.template, en.size)
-        self.times.add("composite", time.perf_counter() - t0)
-        enhanced = _timed(self.times, "enhance", run_batched, en.enhance, crops, self.batch_size,
-                          en.max_batch)
-        t0 = time.perf_counter()
-        for (i, _), crop, m in zip(faces, enhanced, matrices):
-            paste(frames[i], crop, m, self.enhance_mask)
-        self.times.add("composite", time.perf_counter() - t0)
+        if en is not None:
+            self._apply(frames, faces, "enhance", en.enhance, en.template, en.size, en.max_batch,
+                        self.enhance_mask)
 
 
 _DONE = object()
