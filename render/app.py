@@ -210,19 +210,26 @@ class Renderer:
         self.cfg = cfg
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
+        self._embeddings: dict[Path, np.ndarray] = {}
         version = ffmpeg_version()
         self.legacy_vsync = version is not None and version < (5, 1)   # Ubuntu 22.04: ffmpeg 4.4
+
+    def embedding(self, path: Path, what: str) -> np.ndarray:
+        """:func:`face_embedding`, once per file for all the jobs of this renderer."""
+        if path not in self._embeddings:
+            self._embeddings[path] = face_embedding(path, self.models, self.cache, what)
+        return self._embeddings[path]
 
     def _stage(self, source: Path, times: StageTimes) -> FaceStage:
         cfg, m = self.cfg, self.models
         t0 = time.perf_counter()
-        embedding = face_embedding(source, m, self.cache, "source")
+        embedding = self.embedding(source, "source")
         select_cfg = cfg.select
         if select_cfg.mode == "reference":
             ref_path = Path(select_cfg.reference) if select_cfg.reference else source
             if not ref_path.is_file():
                 raise MediaError(f"reference image not found: {ref_path}")
-            reference = face_embedding(ref_path, m, self.cache, "reference")
+            reference = self.embedding(ref_path, "reference")
 
             def select(frame: np.ndarray, faces: list[Face]) -> list[Face]:
                 return select_faces(faces, "reference", embed=lambda f: m.embedder.embed(frame, f),
@@ -309,7 +316,7 @@ def render_all(cfg: Config) -> int:
     jobs = plan_jobs(cfg)
     renderer = Renderer(cfg)
     # every job shares the source: a source without a face fails once, before any target
-    face_embedding(jobs[0].source, renderer.models, renderer.cache, "source")
+    renderer.embedding(jobs[0].source, "source")
     failures: list[RenderError] = []
     for job in jobs:
         try:
