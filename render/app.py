@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,8 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from .config import Config, parse_trim, required_models
-from .errors import MediaError, ModelError, RenderError, UsageError
+from .config import Config, required_models
+from .errors import MediaError, ModelError, RenderError, RenderFailed, UsageError
 from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from .faces.embed import EmbeddingCache, Embedder
 from .faces.enhance import Enhancer
@@ -23,13 +24,13 @@ from .faces.select import select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
-from .media.probe import IMAGE_EXTENSIONS, ffmpeg_version, probe
-from .media.reader import FrameReader
-from .media.writer import AtomicOutput, FrameWriter
+from .execute import ExecResult, Executor
+from .media.probe import IMAGE_EXTENSIONS, ffmpeg_version, ffmpeg_version_line, frame_times, \
+    mkvmerge_version, probe
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
-from .pipeline import FaceStage, StageTimes, stream
-from .progress import Progress
+from .pipeline import FaceStage, StageTimes
+from .plan import Identity, RenderPlan, plan_render
 from .runtime import LazySession, SessionFactory, strategy
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,8 @@ class RenderResult:
     frames: int
     seconds: float
     times: StageTimes = field(default_factory=StageTimes)
+    plan: RenderPlan | None = None
+    result: ExecResult | None = None
 
 
 # -- planning -------------------------------------------------------------------------------------
@@ -186,11 +189,14 @@ def read_image(path: Path, what: str) -> np.ndarray:
     return image
 
 
-def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str) -> np.ndarray:
-    """Raw embedding of the largest face in ``path``, computed once per (file, model) pair."""
+def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str,
+                   face_index: int = 0) -> np.ndarray:
+    """Raw embedding of the ``face_index``-th largest face in ``path`` (0 = the largest), computed
+    once per (file, face, model)."""
     source_sha = hash_file(path)
     model_sha = models.embedder_entry.sha256
-    cached = cache.load(source_sha, model_sha)
+    cache_key = source_sha if face_index == 0 else f"{source_sha[:24]}-face{face_index}"
+    cached = cache.load(cache_key, model_sha)
     if cached is not None:
         log.debug("%s embedding from cache", what)
         return cached
@@ -198,37 +204,73 @@ def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str)
     faces = models.detector.detect(image)
     if not faces:
         raise MediaError(f"no face found in {what} image {path}")
-    face = max(faces, key=lambda f: (f.area, f.score))
-    value = models.embedder.embed(image, face)
-    cache.store(source_sha, model_sha, value)
+    faces = sorted(faces, key=lambda f: (f.area, f.score), reverse=True)
+    if face_index >= len(faces):
+        raise UsageError(f"source_face={face_index}: {what} image {path} has {len(faces)} "
+                         f"face{'s' if len(faces) > 1 else ''}")
+    if len(faces) > 1:
+        choice = "the largest" if face_index == 0 else f"face {face_index} by size"
+        log.info("%s image %s has %d faces: using %s (source_face=N picks another)", what,
+                 path.name, len(faces), choice)
+    value = models.embedder.embed(image, faces[face_index])
+    cache.store(cache_key, model_sha, value)
     return value
 
 
 # -- rendering ------------------------------------------------------------------------------------
+def versions(*, vfr: bool = False) -> dict[str, str]:
+    """Versions of everything that decides an output's bytes (part of the job key)."""
+    import onnxruntime
+
+    from . import __version__
+
+    out = {"render": __version__, "ffmpeg": ffmpeg_version_line(), "onnxruntime": onnxruntime.__version__,
+           "opencv": cv2.__version__, "numpy": np.__version__}
+    if vfr:
+        out["mkvmerge"] = mkvmerge_version()
+    return out
+
+
 class Renderer:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
-        self._embeddings: dict[Path, np.ndarray] = {}
+        self._embeddings: dict[tuple[Path, int], np.ndarray] = {}
         version = ffmpeg_version()
         self.legacy_vsync = version is not None and version < (5, 1)   # Ubuntu 22.04: ffmpeg 4.4
+        self._hashes: dict[Path, str] = {}
 
-    def embedding(self, path: Path, what: str) -> np.ndarray:
+    def embedding(self, path: Path, what: str, face_index: int = 0) -> np.ndarray:
         """:func:`face_embedding`, once per file for all the jobs of this renderer."""
-        if path not in self._embeddings:
-            self._embeddings[path] = face_embedding(path, self.models, self.cache, what)
-        return self._embeddings[path]
+        key = (path, face_index)
+        if key not in self._embeddings:
+            self._embeddings[key] = face_embedding(path, self.models, self.cache, what, face_index)
+        return self._embeddings[key]
 
-    def _stage(self, source: Path, times: StageTimes) -> FaceStage:
+    def source_embedding(self, path: Path) -> np.ndarray:
+        return self.embedding(path, "source", self.cfg.source_face)
+
+    def _sha(self, path: Path) -> str:
+        if path not in self._hashes:
+            self._hashes[path] = hash_file(path)
+        return self._hashes[path]
+
+    def _reference_path(self, source: Path) -> Path | None:
+        if self.cfg.select.mode != "reference":
+            return None
+        ref = Path(self.cfg.select.reference) if self.cfg.select.reference else source
+        if not ref.is_file():
+            raise MediaError(f"reference image not found: {ref}")
+        return ref
+
+    def make_stage(self, source: Path, times: StageTimes) -> FaceStage:
         cfg, m = self.cfg, self.models
         t0 = time.perf_counter()
-        embedding = self.embedding(source, "source")
+        embedding = self.source_embedding(source)
         select_cfg = cfg.select
-        if select_cfg.mode == "reference":
-            ref_path = Path(select_cfg.reference) if select_cfg.reference else source
-            if not ref_path.is_file():
-                raise MediaError(f"reference image not found: {ref_path}")
+        ref_path = self._reference_path(source)
+        if ref_path is not None:
             reference = self.embedding(ref_path, "reference")
 
             def select(frame: np.ndarray, faces: list[Face]) -> list[Face]:
@@ -250,65 +292,47 @@ class Renderer:
             enhance_mask=make_mask(mask.type, 512, mask.padding, mask.blur) if m.enhancer else None,
             batch_size=self.models.settings.batch_size, detect_every=cfg.detect.every, times=times)
 
-    def render(self, job: Job) -> RenderResult:
-        cfg = self.cfg
-        started = time.perf_counter()
+    # -- planning -----------------------------------------------------------------------------
+    def identity(self, job: Job, *, vfr: bool) -> Identity:
+        ref = self._reference_path(job.source)
+        m = self.models
+        models = {e.name: e.sha256 for e in (m.detector_entry, m.embedder_entry, m.swapper_entry,
+                                             m.enhancer_entry) if e is not None}
+        return Identity(target_sha256=self._sha(job.target), source_sha256=self._sha(job.source),
+                        reference_sha256=self._sha(ref) if ref is not None else None,
+                        models=models, versions=versions(vfr=vfr))
+
+    def plan(self, job: Job) -> RenderPlan:
+        """Probe the target, count its frames and plan the render; nothing is written."""
         info = probe(job.target)
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
         if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:
             raise UsageError(f"output {job.output} is a video but target {job.target} is an image")
-        times = StageTimes()
-        stage = self._stage(job.source, times)
-        trim = None
-        scale_height = None
-        total = info.frame_count
-        if not info.is_image:
-            t = parse_trim(cfg.trim)
-            if t is not None:
-                start, end = t.seconds(info.fps)
-                if start >= info.duration:
-                    raise UsageError(f"trim start {start:g}s is past the end of {job.target} "
-                                     f"({info.duration:g}s)")
-                end = info.duration if end is None else min(end, info.duration)
-                trim = (start, end)
-                total = max(1, round((end - start) * float(info.fps)))
-            if cfg.preview and info.height > cfg.preview_height:
-                scale_height = cfg.preview_height
-        width, height = ffargs.decoded_size(info, scale_height)
-        decode = ffargs.decode_args(info, trim=trim, scale_height=scale_height,
-                                    legacy_vsync=self.legacy_vsync)
-        settings = self.models.settings
-        progress = Progress(total, label=job.target.name, mode=cfg.progress) \
-            if cfg.progress != "off" else None
-        with AtomicOutput(job.output) as out:
-            if info.is_image:
-                encode = ffargs.image_encode_args(out.tmp_path, width=width, height=height)
-            else:
-                encode = ffargs.encode_args(info, out.tmp_path, width=width, height=height, fps=info.fps,
-                                            video=ffargs.EncodeSettings(
-                                                codec=cfg.encode.codec, crf=cfg.encode.crf,
-                                                preset=cfg.encode.preset,
-                                                pix_fmt=cfg.encode.pix_fmt,
-                                                threads=cfg.encode.threads or None), trim=trim,
-                                            legacy_vsync=self.legacy_vsync)
-            try:
-                with FrameReader(decode, width, height) as reader, \
-                        FrameWriter(encode, out.tmp_path) as writer:
-                    frames = stream(reader, writer.write, stage.process,
-                                    frames_in_flight=settings.frames_in_flight, times=times,
-                                    progress=progress)
-                    writer.close()
-            finally:
-                if progress is not None:
-                    progress.close()
-            if frames == 0:
-                raise MediaError(f"no frames decoded from {job.target}")
-            out.commit()
+        times = frame_times(info)
+        if not times.cfr and shutil.which("mkvmerge") is None:
+            raise RenderFailed(f"target {job.target} has a variable frame rate: keeping its frame "
+                               f"times needs mkvmerge (install mkvtoolnix)")
+        return plan_render(self.cfg, source=job.source, target=job.target,
+                           output=job.output.absolute(), info=info, times=times,
+                           identity=self.identity(job, vfr=not times.cfr),
+                           legacy_vsync=self.legacy_vsync)
+
+    # -- rendering ----------------------------------------------------------------------------
+    def executor(self, job: Job, plan: RenderPlan) -> Executor:
+        return Executor(plan, lambda times: self.make_stage(job.source, times),
+                        frames_in_flight=self.models.settings.frames_in_flight,
+                        progress=self.cfg.progress)
+
+    def render(self, job: Job) -> RenderResult:
+        started = time.perf_counter()
+        plan = self.plan(job)
+        result = self.executor(job, plan).run()
         seconds = time.perf_counter() - started
+        frames = plan.frames
         log.info("%s → %s: %d frames in %.1fs (%.1f fps)", job.target.name, job.output, frames,
                  seconds, frames / max(seconds, 1e-9))
-        return RenderResult(job, frames, seconds, times)
+        return RenderResult(job, frames, seconds, result.times, plan=plan, result=result)
 
 
 def render_all(cfg: Config) -> int:
@@ -316,7 +340,7 @@ def render_all(cfg: Config) -> int:
     jobs = plan_jobs(cfg)
     renderer = Renderer(cfg)
     # every job shares the source: a source without a face fails once, before any target
-    renderer.embedding(jobs[0].source, "source")
+    renderer.source_embedding(jobs[0].source)
     failures: list[RenderError] = []
     for job in jobs:
         try:

@@ -124,6 +124,12 @@ class Encode:
 
 
 @dataclass(frozen=True)
+class Segment:
+    seconds: float = _f(10.0, "length of a committed segment in seconds (a crash loses at most one; "
+                        "boundaries are also multiples of detect.every)", min=0.5, max=3600.0)
+
+
+@dataclass(frozen=True)
 class Config:
     profile: str = _f("moderate", "profile name (profiles/NAME.yaml) or path to a YAML file")
     source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
@@ -137,6 +143,10 @@ class Config:
     preview_height: int = _f(720, "output height when preview=true", min=64, max=4320, multiple=2)
     trim: str = _f("", "render only START-END: seconds (12.5-20) or frames with an f (300f-500f)")
     progress: str = _f("auto", "progress display", choices=("auto", "bar", "lines", "off"))
+    allow_partial: bool = _f(False, "render the readable part of a truncated target instead of "
+                             "failing (the output is shorter, and says so)")
+    source_face: int = _f(0, "which face of the source image to use when it has several: 0 = the "
+                          "largest, 1 = the next largest, ...", min=0, max=64)
     models: Models = field(default_factory=Models)
     detect: Detect = field(default_factory=Detect)
     embed: Embed = field(default_factory=Embed)
@@ -146,6 +156,10 @@ class Config:
     select: Select = field(default_factory=Select)
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)
+    segment: Segment = field(default_factory=Segment)
+    #: the keys given on the command line (not a key itself): a forced value is an error where a
+    #: profile's value would be adapted (e.g. the codec of a .webm output)
+    explicit: frozenset = field(default=frozenset(), metadata={"internal": True})
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -182,6 +196,8 @@ def _walk(cls: type, prefix: str = "") -> list[Key]:
     hints = get_type_hints(cls)
     keys: list[Key] = []
     for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
         t = hints[f.name]
         if dataclasses.is_dataclass(t):
             keys.extend(_walk(t, prefix + f.name + "."))
@@ -365,6 +381,10 @@ def _build(cls: type, flat: Mapping[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     for f in dataclasses.fields(cls):
         t = hints[f.name]
+        if f.metadata.get("internal"):
+            if prefix + f.name in flat:
+                kwargs[f.name] = flat[prefix + f.name]
+            continue
         if dataclasses.is_dataclass(t):
             kwargs[f.name] = _build(t, flat, prefix + f.name + ".")
         elif prefix + f.name in flat:
@@ -390,6 +410,7 @@ def load_config(overrides: Mapping[str, str] | None = None,
             raise UsageError(unknown_key_message(name, "command line"))
         flat[name] = _coerce(SCHEMA[name], value, "command line")
     flat["profile"] = profile
+    flat["explicit"] = frozenset(overrides)
     cfg = _build(Config, flat)
     parse_trim(cfg.trim)  # validate early
     return cfg

@@ -38,10 +38,21 @@ class StageTimes:
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames: int = 0
     faces: int = 0
+    frames_touched: int = 0               # frames with at least one face swapped
     first_frame_at: float | None = None   # perf_counter when the first frame was encoded
 
     def add(self, stage: str, dt: float) -> None:
         self.seconds[stage] += dt
+
+    def merge(self, other: "StageTimes") -> None:
+        """Add ``other`` (a segment's times) into these (the render's)."""
+        for k, v in other.seconds.items():
+            self.seconds[k] = self.seconds.get(k, 0.0) + v
+        self.frames += other.frames
+        self.faces += other.faces
+        self.frames_touched += other.frames_touched
+        if self.first_frame_at is None:
+            self.first_frame_at = other.first_frame_at
 
     def ms_per_frame(self) -> dict[str, float]:
         n = max(self.frames, 1)
@@ -173,6 +184,7 @@ class FaceStage:
         if not faces:
             return
         self.times.faces += len(faces)
+        self.times.frames_touched += len({i for i, _ in faces})
         sw = self.swapper
         self._apply(frames, faces, "swap", lambda c: sw.swap(c, self.latent), sw.template, sw.size,
                     sw.max_batch, self.swap_mask)

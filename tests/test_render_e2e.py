@@ -228,7 +228,11 @@ def test_ctrl_c_leaves_nothing_that_looks_finished(workdir, standin_models, tmp_
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "render: error: interrupted"
-    assert list((workdir / "out").iterdir()) == []
+    # nothing that looks finished: only the hidden work folder with its committed segments
+    visible = [p.name for p in (workdir / "out").iterdir() if not p.name.startswith(".")]
+    assert visible == []
+    assert all(".mp4" not in p.name or p.name.startswith("seg-")
+               for w in (workdir / "out").iterdir() for p in w.iterdir())
     children = subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip.path}"], capture_output=True, text=True)
     assert children.stdout.strip() == "", "ffmpeg children left running"
 

@@ -299,6 +299,94 @@ def _color_args(info: MediaInfo, pix_fmt: str) -> tuple[list[str], list[str]]:
     return filters, opts
 
 
+@dataclass(frozen=True)
+class _Audio:
+    """How the target's audio goes into an output: input options, maps, output options."""
+
+    inputs: list[str]
+    maps: list[str]
+    outputs: list[str]
+
+
+def _audio(info: MediaInfo, out_path: str | os.PathLike, trim: tuple[float, float | None] | None,
+           input_index: int) -> _Audio:
+    """Every audio stream of the target, copied when the container takes it and nothing cuts it;
+    otherwise re-encoded, cut (input ``-t``) and padded (``apad=whole_dur``) to the video's span."""
+    if not info.audio:
+        return _Audio([], [], [])
+    t = check_trim(info, trim)
+    start, end = t if t is not None else (0.0, None)
+    inputs: list[str] = []
+    audio_dur: float | None = None
+    # keep audio in sync when it starts before the video: start it where the video starts
+    shift = info.video_start > SYNC_TOLERANCE and start < info.video_start
+    plan = audio_plan(info, out_path, trim=trim, shift=shift)
+    if "copy" in plan:  # nothing cuts the audio (see audio_plan): the target's audio, whole
+        inputs += ["-i", info.path]
+    else:
+        # the audio span that matches the video: positions relative to the container start
+        a_start = info.video_start if shift else start
+        a_end = end
+        if info.duration > 0:
+            v_end = info.video_start + info.duration
+            a_end = v_end if a_end is None else min(a_end, v_end)
+        if a_end is not None and a_end > a_start:
+            audio_dur = a_end - a_start
+        inputs += _trim_input_opts(a_start, a_end if audio_dur else None) + ["-i", info.path]
+    maps: list[str] = []
+    for a in info.audio:
+        maps += ["-map", f"{input_index}:{a.index}"]
+    outputs: list[str] = []
+    for i, (a, how) in enumerate(zip(info.audio, plan)):
+        if how == "copy":
+            outputs += [f"-c:a:{i}", "copy"]
+        else:
+            outputs += [f"-c:a:{i}", how, f"-b:a:{i}", _audio_bitrate(how, a.channels)]
+    if "copy" not in plan:
+        # when the span is unknown, pad without end and let -shortest end the file at the last
+        # video frame
+        pad = f"apad=whole_dur={fmt_time(audio_dur)}" if audio_dur else "apad"
+        for i in range(len(plan)):
+            outputs += [f"-filter:a:{i}", pad]
+        if not audio_dur:
+            outputs += ["-shortest"]
+    return _Audio(inputs, maps, outputs)
+
+
+def _raw_input(width: int, height: int, fps: Fraction) -> list[str]:
+    if width <= 0 or height <= 0:
+        raise UsageError(f"invalid frame size {width}x{height}")
+    fps = Fraction(fps)
+    if fps <= 0:
+        raise UsageError(f"invalid frame rate {fps}")
+    return ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
+            "-framerate", str(fps), "-i", "pipe:0"]
+
+
+def _video_encode(info: MediaInfo, width: int, height: int, video: EncodeSettings, family: str,
+                  legacy_vsync: bool) -> list[str]:
+    """Filters, codec options and colour tags of the raw-frames → video encode."""
+    argv: list[str] = []
+    filters: list[str] = []
+    if _SUBSAMPLED.match(video.pix_fmt) and (width % 2 or height % 2):
+        w2, h2 = width - width % 2, height - height % 2
+        log.info("cropping %dx%d to %dx%d: %s needs even dimensions", width, height, w2, h2, video.pix_fmt)
+        filters.append(f"crop={w2}:{h2}:0:0")
+    color_filters, color_opts = _color_args(info, video.pix_fmt)
+    filters += color_filters
+    if filters:
+        argv += ["-filter:v", ",".join(filters)]
+    argv += video_codec_args(video)
+    argv += color_opts
+    if video.codec in ("libx265", "hevc_nvenc") and family in ("mp4", "mov"):
+        argv += ["-tag:v", "hvc1"]
+    argv += _fps_mode(legacy_vsync)
+    return argv
+
+
+_BITEXACT = ["-fflags", "+bitexact", "-flags:v", "+bitexact"]
+
+
 def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, height: int, fps: Fraction,
                 video: EncodeSettings, trim: tuple[float, float | None] | None = None,
                 legacy_vsync: bool = False) -> list[str]:
@@ -316,78 +404,127 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
     - odd sizes with a subsampled pix_fmt (yuv420p) are cropped by one pixel to even.
     """
     muxer, family = output_format(out_path)
-    if width <= 0 or height <= 0:
-        raise UsageError(f"invalid frame size {width}x{height}")
-    fps = Fraction(fps)
-    if fps <= 0:
-        raise UsageError(f"invalid frame rate {fps}")
-    t = check_trim(info, trim)
-    start, end = t if t is not None else (0.0, None)
-
-    argv = list(BASE) + ["-y"]
-    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
-             "-framerate", str(fps), "-i", "pipe:0"]
-
-    plan: list[str] = []
-    audio_dur: float | None = None
+    argv = list(BASE) + ["-y"] + _raw_input(width, height, fps)
+    audio = _audio(info, out_path, trim, 1)
+    argv += audio.inputs
+    argv += ["-map", "0:v:0", *SWS_FLAGS] + audio.maps
+    argv += _video_encode(info, width, height, video, family, legacy_vsync)
+    argv += audio.outputs
+    argv += ["-map_metadata", "-1", "-map_chapters", "-1", *_BITEXACT]
     if info.audio:
-        # keep audio in sync when it starts before the video: start it where the video starts
-        shift = info.video_start > SYNC_TOLERANCE and start < info.video_start
-        plan = audio_plan(info, out_path, trim=trim, shift=shift)
-        if "copy" in plan:  # nothing cuts the audio (see audio_plan): the target's audio, whole
-            argv += ["-i", info.path]
-        else:
-            # the audio span that matches the video: positions relative to the container start
-            a_start = info.video_start if shift else start
-            a_end = end
-            if info.duration > 0:
-                v_end = info.video_start + info.duration
-                a_end = v_end if a_end is None else min(a_end, v_end)
-            if a_end is not None and a_end > a_start:
-                audio_dur = a_end - a_start
-            argv += _trim_input_opts(a_start, a_end if audio_dur else None) + ["-i", info.path]
-
-    argv += ["-map", "0:v:0", *SWS_FLAGS]
-    for a in info.audio:
-        argv += ["-map", f"1:{a.index}"]
-
-    filters: list[str] = []
-    if _SUBSAMPLED.match(video.pix_fmt) and (width % 2 or height % 2):
-        w2, h2 = width - width % 2, height - height % 2
-        log.info("cropping %dx%d to %dx%d: %s needs even dimensions", width, height, w2, h2, video.pix_fmt)
-        filters.append(f"crop={w2}:{h2}:0:0")
-    color_filters, color_opts = _color_args(info, video.pix_fmt)
-    filters += color_filters
-    if filters:
-        argv += ["-filter:v", ",".join(filters)]
-    argv += video_codec_args(video)
-    argv += color_opts
-    if video.codec in ("libx265", "hevc_nvenc") and family in ("mp4", "mov"):
-        argv += ["-tag:v", "hvc1"]
-    argv += _fps_mode(legacy_vsync)
-
-    for i, (a, how) in enumerate(zip(info.audio, plan)):
-        if how == "copy":
-            argv += [f"-c:a:{i}", "copy"]
-        else:
-            argv += [f"-c:a:{i}", how, f"-b:a:{i}", _audio_bitrate(how, a.channels)]
-    if plan and "copy" not in plan:
-        # cut (input -t) and pad (apad) every audio stream to exactly the video's span; when that
-        # span is unknown, pad without end and let -shortest end the file at the last video frame
-        pad = f"apad=whole_dur={fmt_time(audio_dur)}" if audio_dur else "apad"
-        for i in range(len(plan)):
-            argv += [f"-filter:a:{i}", pad]
-        if not audio_dur:
-            argv += ["-shortest"]
-
-    argv += ["-map_metadata", "-1", "-map_chapters", "-1",
-             "-fflags", "+bitexact", "-flags:v", "+bitexact"]
-    if plan:
         argv += ["-flags:a", "+bitexact"]
     if family in ("mp4", "mov"):
         argv += ["-movflags", "+faststart"]
     argv += ["-f", muxer, os.fspath(out_path)]
     return argv
+
+
+# ----------------------------------------------------------------------------------------------
+# segments: decode a frame range, encode it video-only; assemble them with the audio once
+
+#: container of the committed segments, by the output's container family: the same family, so the
+#: concat demuxer stream-copies them without a timestamp change (mp4 keeps the exact time base)
+SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matroska", ".mkv"),
+                  "webm": ("matroska", ".mkv")}
+
+
+def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
+                        scale_height: int | None = None, legacy_vsync: bool = False) -> list[str]:
+    """ffmpeg argv: ``frames`` raw bgr24 frames of the target from the first frame at or after
+    ``seek`` seconds (from the container start; accurate seek: decoded from the keyframe before
+    and discarded up to it). ``seek`` None starts at the first frame."""
+    if frames < 1:
+        raise UsageError(f"a segment needs at least one frame, got {frames}")
+    argv = list(BASE)
+    if seek is not None and seek > 0:
+        argv += ["-ss", fmt_time(seek)]
+    vmap = "0:v:0" if info.video_index is None else f"0:{info.video_index}"
+    argv += ["-i", info.path, "-map", vmap, "-an", "-sn", "-dn", *SWS_FLAGS]
+    w, h = decoded_size(info, scale_height)
+    if (w, h) != (info.width, info.height):
+        argv += ["-vf", f"scale={w}:{h}:flags=area"]
+    argv += ["-frames:v", str(frames)]
+    argv += _fps_mode(legacy_vsync)
+    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
+    return argv
+
+
+def segment_encode_args(info: MediaInfo, out_path: str | os.PathLike, *, family: str, width: int,
+                        height: int, fps: Fraction, video: EncodeSettings,
+                        legacy_vsync: bool = False) -> list[str]:
+    """ffmpeg argv: raw bgr24 frames on stdin → one video-only segment at ``out_path`` (the LAST
+    argument; the muxer is given with ``-f``, so the file may have any temp name). Each segment is
+    its own encode: it starts on a keyframe and its GOPs are closed."""
+    muxer, _ = SEGMENT_MUXERS[family]
+    argv = list(BASE) + ["-y"] + _raw_input(width, height, fps)
+    argv += ["-map", "0:v:0", *SWS_FLAGS]
+    argv += _video_encode(info, width, height, video, family, legacy_vsync)
+    if video.codec in ("libx264", "libx265"):
+        argv += ["-flags:v", "+cgop"]
+    argv += ["-an", "-map_metadata", "-1", "-map_chapters", "-1", *_BITEXACT, "-f", muxer,
+             os.fspath(out_path)]
+    return argv
+
+
+def concat_list(names: Sequence[str]) -> str:
+    """The concat demuxer's list file for segment files in the same folder as the list."""
+    lines = ["ffconcat version 1.0"]
+    for name in names:
+        if "'" in name or "/" in name or "\n" in name:
+            raise ValueError(f"segment name {name!r} is not a plain file name")
+        lines.append(f"file '{name}'")
+    return "\n".join(lines) + "\n"
+
+
+def assemble_args(info: MediaInfo, video_input: str | os.PathLike, out_path: str | os.PathLike, *,
+                  final_name: str, concat: bool, trim: tuple[float, float | None] | None = None,
+                  metadata: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """ffmpeg argv: the segments (a concat list when ``concat``, else one video file) stream-copied
+    + the target's audio muxed ONCE (copied where the container takes it, else encoded once and
+    cut to the video's span) into ``out_path`` (LAST argument) with the muxer of ``final_name``.
+
+    ``metadata``: (key, value) container tags written after every source's metadata is dropped.
+    """
+    muxer, family = output_format(final_name)
+    argv = list(BASE) + ["-y"]
+    if concat:
+        argv += ["-f", "concat", "-safe", "0"]
+    argv += ["-i", os.fspath(video_input)]
+    audio = _audio(info, final_name, trim, 1)
+    argv += audio.inputs
+    argv += ["-map", "0:v:0"] + audio.maps + ["-c:v", "copy"]
+    argv += audio.outputs
+    argv += ["-map_metadata", "-1", "-map_chapters", "-1", *_BITEXACT]
+    if info.audio:
+        argv += ["-flags:a", "+bitexact"]
+    for key, value in metadata:
+        argv += ["-metadata", f"{key}={value}"]
+    if family in ("mp4", "mov"):
+        argv += ["-movflags", "+faststart"]
+    argv += ["-f", muxer, os.fspath(out_path)]
+    return argv
+
+
+def join_args(concat_file: str | os.PathLike, out_path: str | os.PathLike) -> list[str]:
+    """ffmpeg argv: the segments of a concat list stream-copied into one Matroska file (the input
+    of the timestamp remux of variable-frame-rate targets)."""
+    return list(BASE) + ["-y", "-f", "concat", "-safe", "0", "-i", os.fspath(concat_file),
+                         "-map", "0:v:0", "-c:v", "copy", "-map_metadata", "-1", *_BITEXACT,
+                         "-f", "matroska", os.fspath(out_path)]
+
+
+def timestamps_file(pts: Sequence[float]) -> str:
+    """mkvmerge's timestamp file (format v2): one presentation time in ms per frame."""
+    return "# timestamp format v2\n" + "".join(f"{1000.0 * t:.6f}\n" for t in pts)
+
+
+def retime_args(video: str | os.PathLike, timestamps: str | os.PathLike,
+                out_path: str | os.PathLike) -> list[str]:
+    """mkvmerge argv: ``video`` (one video track) with each frame given the time in
+    ``timestamps`` (exact to the ms, Matroska's time base) into ``out_path``."""
+    return ["mkvmerge", "--quiet", "--no-date", "--disable-track-statistics-tags",
+            "-o", os.fspath(out_path), "--timestamps", f"0:{os.fspath(timestamps)}",
+            os.fspath(video)]
 
 
 def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -> list[str]:

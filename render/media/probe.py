@@ -320,3 +320,142 @@ def probe(path: str | os.PathLike) -> MediaInfo:
     )
     log.debug("probed %s: %s", path, info)
     return info
+
+
+# ----------------------------------------------------------------------------------------------
+# frame timing: counted once from the packets (a demux, not a decode)
+
+@dataclass(frozen=True)
+class FrameTimes:
+    """The video stream's frames as the packets tell them.
+
+    - ``count``: frames the renderer will plan for: the container's own count where it records one
+      (mp4/mov ``nb_frames``), else the packets counted; ``readable`` is the packets actually read
+      (fewer than ``count`` when the file is truncated).
+    - ``pts``: each readable frame's presentation time in seconds from the first frame, in
+      presentation order (``pts[0] == 0``).
+    - ``first``: the first frame's presentation time in seconds from the container's start (what an
+      input ``-ss`` is measured from).
+    - ``cfr``: every frame interval equals 1/fps within one tick of the time base (or 1 ms).
+    """
+
+    count: int
+    readable: int
+    pts: tuple[float, ...]
+    first: float
+    cfr: bool
+    declared: int | None = None
+
+
+def _time_base(value: Any) -> Fraction:
+    f = _fraction(value)
+    return f if f is not None else Fraction(1, 1000)
+
+
+def frame_times(info: MediaInfo) -> FrameTimes:
+    """Count the frames of ``info``'s video stream from its packets, with their timestamps."""
+    if info.is_image:
+        return FrameTimes(count=1, readable=1, pts=(0.0,), first=0.0, cfr=True, declared=1)
+    stream = "v:0" if info.video_index is None else str(info.video_index)
+    argv = ["ffprobe", "-v", "error", "-select_streams", stream,
+            "-show_entries", "stream=time_base,nb_frames:format=start_time:packet=pts,dts,flags",
+            "-of", "json", info.path]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=600, check=False)
+    except FileNotFoundError:
+        raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"cannot read video {info.path}: counting its frames took over 10 min") from None
+    try:
+        import json
+
+        data = json.loads(proc.stdout or "{}")
+    except ValueError:
+        data = {}
+    streams = data.get("streams") or [{}]
+    tb = _time_base(streams[0].get("time_base"))
+    declared = _int(streams[0].get("nb_frames"))
+    ticks = []
+    for p in data.get("packets") or ():
+        if "D" in str(p.get("flags", "")):   # discarded by an edit list: never decoded into a frame
+            continue
+        t = _int(p.get("pts"))
+        if t is None:
+            t = _int(p.get("dts"))
+        if t is not None:
+            ticks.append(t)
+    if not ticks:
+        reason = last_meaningful_line(proc.stderr) or "no video packets"
+        raise MediaError(f"cannot read video {info.path}: {reason}")
+    ticks.sort()
+    start = _float((data.get("format") or {}).get("start_time")) or 0.0
+    first = float(ticks[0] * tb) - start
+    pts = tuple(round(float((t - ticks[0]) * tb), 6) for t in ticks)
+    cfr = True
+    if len(ticks) > 1 and info.fps:
+        step = 1 / info.fps
+        slack = max(tb, Fraction(1, 1000))
+        cfr = all(abs((b - a) * tb - step) <= slack for a, b in zip(ticks, ticks[1:]))
+    readable = len(ticks)
+    count = declared if declared and declared > 0 else readable
+    return FrameTimes(count=count, readable=readable, pts=pts, first=round(max(0.0, first), 6),
+                      cfr=cfr, declared=declared)
+
+
+@dataclass(frozen=True)
+class StreamCount:
+    """One stream of a written file, read to its end through the demuxer (``-count_packets``)."""
+
+    kind: str               # 'video' | 'audio' | ...
+    codec: str
+    packets: int
+    duration: float | None  # seconds
+
+
+def count_streams(path: str | os.PathLike) -> list[StreamCount]:
+    """Every stream of ``path`` with its packets counted by reading the file to the end: a file
+    cut short (no moov, a truncated cluster) fails here. MediaError when it cannot be read."""
+    path = os.fspath(path)
+    argv = ["ffprobe", "-v", "error", "-count_packets", "-show_entries",
+            "stream=codec_type,codec_name,nb_read_packets,duration,start_time:"
+            "stream_tags=DURATION:format=duration", "-of", "json", path]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=600, check=False)
+    except FileNotFoundError:
+        raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
+    if proc.returncode != 0:
+        raise MediaError(f"cannot read {path}: {last_meaningful_line(proc.stderr) or 'ffprobe failed'}")
+    import json
+
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except ValueError:
+        raise MediaError(f"cannot read {path}: ffprobe output unreadable") from None
+    fmt_duration = _float((data.get("format") or {}).get("duration"))
+    out = []
+    for s in data.get("streams") or ():
+        out.append(StreamCount(kind=str(s.get("codec_type") or ""), codec=str(s.get("codec_name") or ""),
+                               packets=_int(s.get("nb_read_packets")) or 0,
+                               duration=_stream_duration(s) or fmt_duration))
+    return out
+
+
+def ffmpeg_version_line(cmd: str = "ffmpeg") -> str:
+    """ffmpeg's first ``-version`` line (the build that decides the bytes), '' if unknown."""
+    try:
+        out = subprocess.run([cmd, "-hide_banner", "-version"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.splitlines()[0].strip() if out else ""
+
+
+def mkvmerge_version(cmd: str = "mkvmerge") -> str:
+    try:
+        out = subprocess.run([cmd, "--version"], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.splitlines()[0].strip() if out else ""

@@ -9,6 +9,7 @@ import collections
 import logging
 import os
 import subprocess
+import sys
 import threading
 from typing import IO, Iterator, Sequence
 
@@ -76,11 +77,31 @@ class StderrTail:
         return last_meaningful_line(self.text)
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """In the child: SIGKILL when the parent dies (kill -9 included), so that an orphaned encoder
+    never sees its input end and finalises a file that looks finished (Linux PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)   # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:   # the parent died before the prctl took effect
+        os._exit(137)
+
+
+def child_options() -> dict:
+    """Popen options for every child of a render: it dies with the renderer."""
+    return {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+
+
 def spawn(argv: list[str], role: str, name: str, **pipes) -> tuple[subprocess.Popen, StderrTail]:
-    """Start an ffmpeg child with its stderr drained by a thread (never an unread pipe)."""
+    """Start an ffmpeg child with its stderr drained by a thread (never an unread pipe); the child
+    is killed when this process dies (:func:`child_options`)."""
     log.debug("%s: %s", role, " ".join(argv))
     try:
-        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, bufsize=0, **pipes)
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, bufsize=0, **child_options(), **pipes)
     except FileNotFoundError:
         raise RenderFailed(f"{argv[0]} not found: install ffmpeg") from None
     except OSError as exc:
@@ -130,6 +151,35 @@ def _describe(returncode: int) -> str:
     if returncode < 0:
         return f"killed by signal {-returncode}"
     return f"exit status {returncode}"
+
+
+def run_tool(argv: Sequence[str], what: str, *, timeout: float | None = None,
+             ok: Sequence[int] = (0,)) -> str:
+    """Run a child (ffmpeg, mkvmerge) to completion, its stdout and stderr drained together by a
+    thread (mkvmerge reports on stdout); RenderFailed with its last meaningful line when its exit
+    status is not in ``ok``. Always reaped, also on KeyboardInterrupt. Returns the output."""
+    argv = [str(a) for a in argv]
+    log.debug("tool: %s", " ".join(argv))
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=w, stderr=w,
+                                **child_options())
+    except FileNotFoundError:
+        os.close(r)
+        raise RenderFailed(f"{what}: {argv[0]} not found (install it: ffmpeg, mkvtoolnix)") from None
+    finally:
+        os.close(w)
+    tail = StderrTail(os.fdopen(r, "rb", buffering=0), name=os.path.basename(argv[0]))
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise RenderFailed(f"{what}: {os.path.basename(argv[0])} took over {timeout:.0f} s") from None
+    finally:
+        reap(proc)
+        tail.join()
+    if rc not in ok:
+        raise RenderFailed(f"{what}: {tail.last_line() or _describe(rc)}")
+    return tail.text
 
 
 class FrameReader:
@@ -270,6 +320,10 @@ class FrameReader:
     @property
     def returncode(self) -> int | None:
         return self.proc.returncode
+
+    def stderr_last_line(self) -> str:
+        """The decoder's last meaningful error line ('' when it reported nothing)."""
+        return self._stderr.last_line()
 
     def __del__(self) -> None:  # last resort; close() is the contract
         try:

@@ -41,7 +41,8 @@ def ensure_output_dir(path: str | os.PathLike) -> str:
     return directory
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
+    """fsync a folder so that a rename in it is on disk (best effort)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -90,7 +91,7 @@ class AtomicOutput:
             os.replace(self.tmp_path, self.final_path)
         except OSError as exc:
             raise RenderFailed(f"cannot move output into place at {self.final_path}: {exc.strerror or exc}") from None
-        _fsync_dir(os.path.dirname(self.final_path))
+        fsync_dir(os.path.dirname(self.final_path))
         self.committed = True
         log.debug("committed %s", self.final_path)
         return self.final_path

@@ -1,0 +1,483 @@
+"""Execute a :class:`~render.plan.RenderPlan`: render the segments not yet committed, then assemble.
+
+The work folder (beside the output, named by the job key) holds ``plan.json`` and the committed
+segments. A segment is encoded under a temp name, flushed, its frame count verified, its SHA-256
+written to a sidecar ``seg-NNNN.EXT.json`` (temp-then-rename) and only then renamed to its final
+name: a segment whose final name exists and whose bytes match its sidecar is committed, nothing
+else is trusted. Assembly joins the segments (stream copy), muxes the audio once, verifies the
+result and renames it over the output; an existing output is replaced by a verified file only.
+
+Who runs which segments is the only difference between a render (all), a resumed render (the
+missing ones) and a shard of a cluster job (its own): the bytes depend on the plan alone.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from .errors import MediaError, RenderFailed, UsageError
+from .media import args as ffargs
+from .media.probe import count_streams
+from .media.reader import FrameReader, run_tool
+from .media.writer import FrameWriter, fsync_dir
+from .pipeline import FaceStage, StageTimes, stream
+from .plan import RenderPlan, SegmentPlan
+from .progress import Progress
+
+log = logging.getLogger(__name__)
+
+PLAN_FILE = "plan.json"
+LOCK_FILE = ".lock"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """temp → fsync → rename → fsync the folder: a crash leaves the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp-{_me()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(str(path.parent))
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class SegmentRecord:
+    """The sidecar of a committed segment (and what the report lists)."""
+
+    index: int
+    start: int
+    end: int
+    sha256: str
+    bytes: int
+    seconds: float
+    faces: int = 0
+    frames_touched: int = 0
+    host: str = ""
+    resumed: bool = False      # found committed when this run started (not rendered by it)
+
+    def to_json(self) -> bytes:
+        data = asdict(self)
+        data.pop("resumed")
+        return json.dumps(data, sort_keys=True).encode()
+
+
+@dataclass
+class ExecResult:
+    plan: RenderPlan
+    segments: list[SegmentRecord]
+    rendered: int                    # segments this run rendered
+    resumed: int                     # segments found committed
+    frames_decoded: int
+    times: StageTimes = field(default_factory=StageTimes)
+    assembled: bool = False
+    output_sha256: str | None = None
+
+
+class WorkFolder:
+    """The work folder of one plan; held with a shared flock while anyone executes in it, so a
+    stale folder is removed only when nobody uses it."""
+
+    def __init__(self, plan: RenderPlan) -> None:
+        self.plan = plan
+        self.path = Path(plan.work_dir)
+        self._lock_fd: int | None = None
+
+    # -- opening -------------------------------------------------------------------------------
+    def open(self, *, refuse_other: bool = False) -> None:
+        """Create (or join) the folder and write the plan; remove work folders of the same output
+        left by other jobs (other inputs, config, models or versions) that nobody is using.
+        ``refuse_other``: a shard refuses to run beside another job's work folder instead."""
+        out = Path(self.plan.output)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for other in sorted(out.parent.glob(f".{glob_escape(out.name)}.render-*")):
+            if other == self.path or not other.is_dir():
+                continue
+            other_key = _plan_key(other)
+            if refuse_other:
+                raise UsageError(f"{other} holds segments of another job for {out} (job key "
+                                 f"{(other_key or '?')[:16]}, this shard's {self.plan.key[:16]}): "
+                                 f"its inputs, config, models or versions differ; refusing to mix")
+            if not _remove_if_unused(other):
+                raise UsageError(f"another render of {out} with other settings is running "
+                                 f"(work folder {other}); wait for it or choose another output")
+            log.info("removed the work folder of an earlier render of %s with other settings",
+                     out.name)
+        try:
+            self.path.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise RenderFailed(f"cannot create work folder {self.path}: {exc.strerror or exc}") from None
+        self._lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
+        plan_path = self.path / PLAN_FILE
+        if plan_path.exists():
+            key = _plan_key(self.path)
+            if key != self.plan.key:
+                raise UsageError(f"work folder {self.path} holds the plan of another job "
+                                 f"(key {(key or '?')[:16]}, this one {self.plan.key[:16]}); "
+                                 f"refusing to mix their segments")
+        else:
+            write_atomic(plan_path, self.plan.to_json().encode())
+        self.clean_temps()
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def clean_temps(self) -> None:
+        """Remove the temp files of this host's dead processes (other hosts' are theirs)."""
+        host = socket.gethostname()
+        for p in self.path.iterdir():
+            marker = ".tmp-"
+            if marker not in p.name:
+                continue
+            owner = p.name.split(marker, 1)[1].split(".", 1)[0]
+            h, _, pid = owner.rpartition("-")
+            if h == host and pid.isdigit() and (int(pid) == os.getpid() or not _pid_alive(int(pid))):
+                _unlink(p)
+
+    # -- segments ------------------------------------------------------------------------------
+    def final(self, seg: SegmentPlan) -> Path:
+        return self.path / seg.name
+
+    def sidecar(self, seg: SegmentPlan) -> Path:
+        return self.path / f"{seg.name}.json"
+
+    def temp(self, seg: SegmentPlan) -> Path:
+        stem, ext = os.path.splitext(seg.name)
+        return self.path / f"{stem}.tmp-{_me()}{ext}"
+
+    def committed(self, seg: SegmentPlan, *, check_hash: bool = True) -> SegmentRecord | None:
+        """The record of ``seg`` if it is committed and its bytes are what was committed; a
+        damaged segment is removed (it will be rendered again) and None returned."""
+        final, side = self.final(seg), self.sidecar(seg)
+        if not final.exists():
+            return None
+        try:
+            data = json.loads(side.read_text())
+            record = SegmentRecord(**data)
+        except (OSError, ValueError, TypeError):
+            log.warning("segment %s has no valid record: rendering it again", seg.name)
+            _unlink(final)
+            return None
+        ok = (record.start, record.end) == (seg.start, seg.end) and \
+            final.stat().st_size == record.bytes and \
+            (not check_hash or sha256_file(final) == record.sha256)
+        if not ok:
+            log.warning("segment %s is damaged (its bytes differ from its record): rendering it "
+                        "again", seg.name)
+            _unlink(final)
+            _unlink(side)
+            return None
+        return record
+
+    def commit(self, seg: SegmentPlan, tmp: Path, record: SegmentRecord) -> SegmentRecord:
+        """Verify the frame count of ``tmp``, record its hash, rename it to its final name."""
+        _fsync_file(tmp)
+        video = [s for s in count_streams(tmp) if s.kind == "video"]
+        if len(video) != 1 or video[0].packets != seg.frames:
+            got = video[0].packets if video else 0
+            _unlink(tmp)
+            raise RenderFailed(f"segment {seg.index} of {Path(self.plan.output).name}: the encoder "
+                               f"wrote {got} frames, {seg.frames} were rendered")
+        record.sha256 = sha256_file(tmp)
+        record.bytes = tmp.stat().st_size
+        write_atomic(self.sidecar(seg), record.to_json())
+        os.replace(tmp, self.final(seg))
+        fsync_dir(str(self.path))
+        return record
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _plan_key(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / PLAN_FILE).read_text()).get("key")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _remove_if_unused(folder: Path) -> bool:
+    """rm -r ``folder`` if no process holds its lock; False when one does."""
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                return False
+            raise
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+class Executor:
+    """Runs a plan's segments through the face stage and assembles them.
+
+    ``make_stage(times)`` builds a fresh :class:`FaceStage` for each segment (the detector's
+    tracking restarts on a segment's first frame, which the plan put on a multiple of
+    ``detect.every``), so a segment's bytes do not depend on the segments before it.
+    """
+
+    def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
+                 frames_in_flight: int, progress: str = "off",
+                 on_segment: Callable[[SegmentRecord, int, int], None] | None = None) -> None:
+        self.plan = plan
+        self.make_stage = make_stage
+        self.frames_in_flight = frames_in_flight
+        self.progress_mode = progress
+        self.on_segment = on_segment
+        self.work = WorkFolder(plan)
+
+    # -- segments ------------------------------------------------------------------------------
+    def run(self, segments: Iterable[int] | None = None, *, assemble: bool = True,
+            refuse_other: bool = False) -> ExecResult:
+        plan = self.plan
+        if plan.kind == "image":
+            return self._image()
+        wanted = set(range(len(plan.segments))) if segments is None else set(segments)
+        self.work.open(refuse_other=refuse_other)
+        times = StageTimes()
+        records: dict[int, SegmentRecord] = {}
+        try:
+            todo = []
+            for seg in plan.segments:
+                rec = self.work.committed(seg)
+                if rec is not None:
+                    rec.resumed = True
+                    records[seg.index] = rec
+                elif seg.index in wanted:
+                    todo.append(seg)
+            done_before = sum(1 for i in records if i in wanted)
+            if done_before:
+                log.info("resuming %s: %d of %d segments done", Path(plan.output).name,
+                         done_before, len(wanted))
+            decoded = 0
+            progress = Progress(sum(s.frames for s in todo), label=Path(plan.target).name,
+                                mode=self.progress_mode) if self.progress_mode != "off" and todo \
+                else None
+            try:
+                for seg in todo:
+                    rec, n = self._segment(seg, times, progress)
+                    decoded += n
+                    records[seg.index] = rec
+                    if self.on_segment is not None:
+                        self.on_segment(rec, len([i for i in records if i in wanted]), len(wanted))
+            finally:
+                if progress is not None:
+                    progress.close()
+            result = ExecResult(plan, [records[i] for i in sorted(records)], rendered=len(todo),
+                                resumed=done_before, frames_decoded=decoded, times=times)
+            if assemble:
+                self._assemble(result)
+            return result
+        finally:
+            self.work.close()
+
+    def _segment(self, seg: SegmentPlan, times: StageTimes, progress: Progress | None
+                 ) -> tuple[SegmentRecord, int]:
+        plan = self.plan
+        tmp = self.work.temp(seg)
+        encode = list(seg.encode[:-1]) + [str(tmp)]
+        seg_times = StageTimes()
+        stage = self.make_stage(seg_times)
+        t0 = time.perf_counter()
+        with FrameReader(seg.decode, plan.width, plan.height) as reader, \
+                FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
+            frames = stream(reader, writer.write, stage.process,
+                            frames_in_flight=self.frames_in_flight, times=seg_times,
+                            progress=progress)
+            if frames < seg.frames:
+                writer.abort()
+                at = seg.start + frames
+                raise MediaError(f"target {plan.target} ends at frame {at} of {plan.total} "
+                                 f"(file truncated?){_decoder_note(reader)}; allow_partial=true "
+                                 f"renders the readable part")
+            writer.close()
+        errors = _decoder_note(reader)
+        if errors:
+            log.warning("decoding %s, frames %d-%d:%s", Path(plan.target).name, seg.start,
+                        seg.end - 1, errors)
+        times.merge(seg_times)
+        record = SegmentRecord(index=seg.index, start=seg.start, end=seg.end, sha256="", bytes=0,
+                               seconds=round(time.perf_counter() - t0, 3), faces=seg_times.faces,
+                               frames_touched=seg_times.frames_touched,
+                               host=socket.gethostname())
+        return self.work.commit(seg, tmp, record), reader.frames_read
+
+    # -- images ----------------------------------------------------------------------------------
+    def _image(self) -> ExecResult:
+        from .media.writer import AtomicOutput
+
+        plan = self.plan
+        times = StageTimes()
+        stage = self.make_stage(times)
+        seg = plan.segments[0]
+        t0 = time.perf_counter()
+        with AtomicOutput(plan.output) as out:
+            encode = list(seg.encode[:-1]) + [out.tmp_path]
+            with FrameReader(seg.decode, plan.width, plan.height) as reader, \
+                    FrameWriter(encode, out.tmp_path) as writer:
+                frames = stream(reader, writer.write, stage.process,
+                                frames_in_flight=self.frames_in_flight, times=times)
+                writer.close()
+            if frames == 0:
+                raise MediaError(f"no frames decoded from {plan.target}")
+            self.before_commit(Path(out.tmp_path))
+            out.commit()
+        rec = SegmentRecord(index=0, start=0, end=1, sha256="", bytes=0,
+                            seconds=round(time.perf_counter() - t0, 3), faces=times.faces,
+                            frames_touched=times.frames_touched, host=socket.gethostname())
+        result = ExecResult(plan, [rec], rendered=1, resumed=0, frames_decoded=frames, times=times,
+                            assembled=True)
+        result.output_sha256 = sha256_file(Path(plan.output))
+        return result
+
+    #: called with the verified temp file before it replaces the output (marks, signatures)
+    def before_commit(self, tmp: Path) -> None:
+        pass
+
+    # -- assembly --------------------------------------------------------------------------------
+    def missing(self) -> list[SegmentPlan]:
+        return [s for s in self.plan.segments if not self.work.final(s).exists()]
+
+    def _assemble(self, result: ExecResult) -> None:
+        plan = self.plan
+        asm = plan.assembly
+        assert asm is not None
+        out = Path(plan.output)
+        missing = [s for s in plan.segments if s.index not in {r.index for r in result.segments}]
+        if missing:
+            raise RenderFailed(f"cannot assemble {out}: {len(missing)} of {len(plan.segments)} "
+                               f"segments are not done: "
+                               + ", ".join(f"{s.index} (frames {s.start}-{s.end - 1})" for s in missing))
+        work = self.work.path
+        write_atomic(work / "concat.txt", asm.concat.encode())
+        what = f"assembling {out.name}"
+        if asm.join:
+            write_atomic(work / "timestamps.txt", asm.timestamps.encode())
+            run_tool(asm.join, what)
+            run_tool(asm.retime, what, ok=(0, 1))     # mkvmerge: 1 = warnings only
+        tmp = work / f"{out.stem}.tmp-{_me()}{out.suffix}"
+        mux = list(asm.mux[:-1]) + [str(tmp)]
+        try:
+            run_tool(mux, what)
+            self.verify_output(tmp)
+            self.before_commit(tmp)
+            _fsync_file(tmp)
+            try:
+                os.replace(tmp, out)
+            except OSError as exc:
+                raise RenderFailed(f"cannot move {out.name} into place: {exc.strerror or exc}") from None
+            fsync_dir(str(out.parent))
+        except BaseException:
+            _unlink(tmp)
+            raise
+        result.assembled = True
+        result.output_sha256 = sha256_file(out)
+        self.work.remove()
+
+    def verify_output(self, path: Path) -> None:
+        """Before it may replace anything: readable to the end, the planned frame count, the video
+        duration within one frame, every audio stream present with the right duration, and every
+        keyframe decodes."""
+        plan, exp = self.plan, self.plan.expect
+        assert exp is not None
+        name = Path(plan.output).name
+        try:
+            streams = count_streams(path)
+        except MediaError as exc:
+            raise RenderFailed(f"assembled {name} is unreadable: {exc}") from None
+        video = [s for s in streams if s.kind == "video"]
+        audio = [s for s in streams if s.kind == "audio"]
+        if len(video) != 1 or video[0].packets != exp.frames:
+            raise RenderFailed(f"assembled {name} has {video[0].packets if video else 0} frames, "
+                               f"the plan {exp.frames}")
+        tol = exp.frame_interval + 0.002
+        if video[0].duration is not None and abs(video[0].duration - exp.duration) > tol:
+            raise RenderFailed(f"assembled {name} lasts {video[0].duration:.3f} s, the plan "
+                               f"{exp.duration:.3f} s")
+        if len(audio) != exp.audio:
+            raise RenderFailed(f"assembled {name} has {len(audio)} audio streams, the target {exp.audio}")
+        if exp.audio_duration:
+            for a in audio:
+                if a.duration is None or abs(a.duration - exp.audio_duration) > tol + 0.05:
+                    raise RenderFailed(f"assembled {name}: audio lasts {a.duration} s, "
+                                       f"{exp.audio_duration:.3f} s expected")
+        run_tool([*ffargs.BASE, "-xerror", "-skip_frame", "nokey", "-i", str(path), "-map", "0:v:0",
+                  "-f", "null", "-"], f"checking {name}")
+
+
+def _decoder_note(reader: FrameReader) -> str:
+    line = reader.stderr_last_line()
+    return f" (decoder: {line})" if line else ""

@@ -1,0 +1,356 @@
+"""Plans: a pure function from (Config, job, probed media) to a :class:`RenderPlan`.
+
+A plan says everything that decides the output's bytes before any work is done: the exact frame
+range, the segments (frame-exact, boundaries on multiples of ``detect.every``), every ffmpeg
+argument list that decodes and encodes each segment, and the assembly. Trim, preview, the output
+container's codec and the encoder threads are resolved here, once. Executing the plan
+(:mod:`render.execute`) is the only thing that differs between a render, a resumed render, a queue
+worker and a shard of a cluster job, so the bytes never depend on how the work was scheduled.
+
+Nothing here touches a file: the caller passes the probed media, the counted frames and the
+identity of everything that goes into the job key (file hashes, model hashes, versions).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .config import SCHEMA, Config, parse_trim
+from .errors import MediaError, UsageError
+from .media import args as ffargs
+from .media.probe import FrameTimes, MediaInfo
+
+PLAN_SCHEMA = 1
+
+#: encoder threads when ``encode.threads=0``: pinned, because x264/x265/vpx output depends on the
+#: thread count, and the bytes must not depend on the machine's cores
+PINNED_ENCODE_THREADS = 4
+
+#: keys that never change an output's bytes, left out of the job key (so that, e.g., resuming with
+#: progress=off or another cache folder still resumes)
+UNKEYED = frozenset({
+    "profile", "source", "target", "output", "input_dir", "output_dir", "cache_dir", "progress",
+    "models.dir", "models.manifest", "execution.threads", "execution.frames_in_flight",
+    "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
+    "execution.trt_workspace_mb", "allow_partial",
+})
+
+#: which video codecs each output container family may hold; the first is the family's default
+CODECS = {
+    "mp4": ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "libsvtav1", "libaom-av1",
+            "libvpx-vp9"),
+    "mov": ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "prores_ks"),
+    "mkv": None,   # anything
+    "webm": ("libvpx-vp9", "libvpx", "libaom-av1", "libsvtav1"),
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Everything outside the config that decides the bytes: the job key is a hash over it."""
+
+    target_sha256: str
+    source_sha256: str
+    reference_sha256: str | None
+    models: Mapping[str, str]       # manifest name -> SHA-256 of every model the render loads
+    versions: Mapping[str, str]     # render, ffmpeg, onnxruntime, opencv, numpy, mkvmerge
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    index: int
+    start: int            # first frame (index into the target's frames)
+    end: int              # one past the last frame
+    name: str             # seg-0003.mp4, in the work folder
+    decode: tuple[str, ...]
+    encode: tuple[str, ...]   # the LAST argument is the output file: the executor writes a temp name
+
+    @property
+    def frames(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class AssemblyPlan:
+    concat: str                      # the concat demuxer's list file
+    mux: tuple[str, ...]             # joins + muxes the audio once; LAST argument: the output file
+    join: tuple[str, ...] = ()       # VFR only: segments → one Matroska file (video.mkv) ...
+    retime: tuple[str, ...] = ()     # ... → mkvmerge with the target's timestamps (video-ts.mkv)
+    timestamps: str = ""             # VFR only: mkvmerge's timestamp file
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the assembled output must be before it may replace anything."""
+
+    frames: int
+    duration: float            # seconds of video
+    frame_interval: float      # 1 / fps: the duration tolerance
+    audio: int                 # audio streams
+    audio_duration: float | None
+
+
+@dataclass(frozen=True)
+class RenderPlan:
+    schema: int
+    key: str
+    kind: str                        # 'video' | 'image'
+    target: str
+    source: str
+    output: str
+    work_dir: str
+    start: int                       # frames [start, end) of the target
+    end: int
+    total: int                       # the target's frame count
+    partial: bool                    # allow_partial cut the plan at the last readable frame
+    fps: str                         # a Fraction as text
+    cfr: bool
+    width: int
+    height: int
+    scale_height: int | None
+    encode: Mapping[str, Any]        # the resolved encoder settings
+    segments: tuple[SegmentPlan, ...]
+    assembly: AssemblyPlan | None    # None for images
+    image_encode: tuple[str, ...] = ()
+    expect: Expect | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)   # every key of the resolved config
+    identity: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def frames(self) -> int:
+        return self.end - self.start
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RenderPlan":
+        data = json.loads(text)
+        if data.get("schema") != PLAN_SCHEMA:
+            raise ValueError(f"plan schema {data.get('schema')} is not {PLAN_SCHEMA}")
+        data["segments"] = tuple(SegmentPlan(**{**s, "decode": tuple(s["decode"]),
+                                                "encode": tuple(s["encode"])})
+                                 for s in data["segments"])
+        if data.get("assembly") is not None:
+            a = data["assembly"]
+            data["assembly"] = AssemblyPlan(**{**a, **{k: tuple(a[k]) for k in ("mux", "join", "retime")}})
+        if data.get("expect") is not None:
+            data["expect"] = Expect(**data["expect"])
+        data["image_encode"] = tuple(data.get("image_encode") or ())
+        return cls(**data)
+
+
+# -- the config as data -------------------------------------------------------------------------------
+def config_values(cfg: Config) -> dict[str, Any]:
+    """Every key of the resolved config, as JSON values (lists for tuples)."""
+    out: dict[str, Any] = {}
+    for name in SCHEMA:
+        value = cfg.get(name)
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def config_hash(values: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
+
+
+def job_key(cfg: Config, identity: Identity) -> str:
+    """SHA-256 over everything that changes the output's bytes (and nothing that does not)."""
+    keyed = {k: v for k, v in config_values(cfg).items() if k not in UNKEYED}
+    payload = {"schema": PLAN_SCHEMA, "config": keyed, "identity": asdict(identity)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def work_dir_for(output: Path, key: str) -> Path:
+    """The work folder: beside the output (same filesystem: renames are atomic), named by the key."""
+    return output.parent / f".{output.name}.render-{key[:16]}"
+
+
+# -- the encoder --------------------------------------------------------------------------------------
+def _vp9_crf(x264_crf: int) -> int:
+    """libvpx-vp9's crf (0-63) of about the quality of an x264 crf (0-51)."""
+    return max(0, min(63, round(x264_crf * 1.5)))
+
+
+def encode_settings(cfg: Config, output: Path) -> tuple[ffargs.EncodeSettings, str]:
+    """The encoder for ``output``'s container: the profile's codec where the container takes it;
+    for a container that cannot hold the profile's codec (x264 in WebM) the container's own
+    default; a codec the user forced on the command line that the container cannot hold is an
+    error before any work."""
+    _, family = ffargs.output_format(output)
+    legal = CODECS[family]
+    enc = cfg.encode
+    codec, crf, preset = enc.codec, enc.crf, enc.preset
+    if legal is not None and codec not in legal:
+        if "encode.codec" in cfg.explicit:
+            raise UsageError(f"encode.codec={codec} cannot go into {output.suffix} files "
+                             f"(use one of {', '.join(legal)})")
+        codec = legal[0]
+        if codec == "libvpx-vp9" and "encode.crf" not in cfg.explicit:
+            crf = _vp9_crf(enc.crf)
+        if codec == "libvpx-vp9" and "encode.preset" not in cfg.explicit:
+            preset = "good"
+    extra: tuple[str, ...] = ()
+    if codec == "libvpx-vp9":
+        # row-based multithreading with fixed tile columns: the bitstream does not depend on the
+        # thread count; cpu-used 4 keeps the speed near x264's 'medium'
+        extra = ("-row-mt", "1", "-tile-columns", "2", "-cpu-used", "4")
+    threads = enc.threads or PINNED_ENCODE_THREADS
+    return ffargs.EncodeSettings(codec=codec, crf=crf, preset=preset, pix_fmt=enc.pix_fmt,
+                                 extra=extra, threads=threads), family
+
+
+# -- frames -------------------------------------------------------------------------------------------
+def frame_range(cfg: Config, info: MediaInfo, times: FrameTimes) -> tuple[int, int, bool]:
+    """[start, end) of the target's frames that the render covers, and whether allow_partial cut it.
+
+    A target whose container promises more frames than can be read is truncated: an error unless
+    ``allow_partial=true``, which renders the readable part.
+    """
+    total = times.count
+    partial = False
+    if times.readable < total:
+        if not cfg.allow_partial:
+            raise MediaError(f"target {info.path} ends at frame {times.readable} of {total} "
+                             f"(file truncated?); allow_partial=true renders the "
+                             f"{times.readable} readable frames")
+        total, partial = times.readable, True
+    trim = parse_trim(cfg.trim)
+    if trim is None:
+        return 0, total, partial
+    if trim.unit == "f":
+        start = int(trim.start)
+        end = total if trim.end is None else min(int(trim.end), total)
+    else:
+        start = _frame_at(times, info.fps, trim.start, total)
+        end = total if trim.end is None else _frame_at(times, info.fps, trim.end, total)
+    if start >= total:
+        raise UsageError(f"trim starts at frame {start}, past the end of {info.path} "
+                         f"({total} frames, {info.duration:g}s)")
+    if end <= start:
+        raise UsageError(f"trim {cfg.trim} selects no frame of {info.path}")
+    return start, end, partial
+
+
+def _frame_at(times: FrameTimes, fps: Fraction, seconds: float, total: int) -> int:
+    """The first frame shown at or after ``seconds`` from the first frame."""
+    eps = 1e-6
+    if times.cfr or not times.pts:
+        return min(total, max(0, math.ceil(seconds * float(fps) - eps)))
+    for i, t in enumerate(times.pts[:total]):
+        if t >= seconds - eps:
+            return i
+    return total
+
+
+def _pts(times: FrameTimes, fps: Fraction, i: int) -> float:
+    if i < len(times.pts):
+        return times.pts[i]
+    last = len(times.pts) - 1
+    return (times.pts[last] if last >= 0 else 0.0) + (i - last) / float(fps)
+
+
+def segment_bounds(start: int, end: int, length: int, every: int) -> list[tuple[int, int]]:
+    """Split frames [start, end) into runs of ``length`` frames (rounded up to a multiple of
+    ``every``), each boundary at start + a multiple of ``every`` (the detector's schedule restarts
+    on each segment's first frame), the last run taking the rest."""
+    every = max(1, every)
+    length = max(every, -(-max(1, length) // every) * every)
+    bounds = []
+    a = start
+    while a < end:
+        b = min(end, a + length)
+        bounds.append((a, b))
+        a = b
+    return bounds
+
+
+# -- the plan -----------------------------------------------------------------------------------------
+def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: MediaInfo,
+                times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
+                metadata: Sequence[tuple[str, str]] = ()) -> RenderPlan:
+    """The plan of rendering ``target`` with the face of ``source`` into ``output``."""
+    key = job_key(cfg, identity)
+    work = work_dir_for(output, key)
+    values = config_values(cfg)
+    ident = asdict(identity)
+    if info.is_image:
+        width, height = info.width, info.height
+        decode = ffargs.decode_args(info, legacy_vsync=legacy_vsync)
+        image = ffargs.image_encode_args(output, width=width, height=height)
+        seg = SegmentPlan(0, 0, 1, output.name, tuple(decode), tuple(image))
+        return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="image", target=str(target),
+                          source=str(source), output=str(output), work_dir=str(work), start=0, end=1,
+                          total=1, partial=False, fps=str(info.fps), cfr=True, width=width,
+                          height=height, scale_height=None, encode={}, segments=(seg,),
+                          assembly=None, image_encode=tuple(image), config=values, identity=ident)
+
+    start, end, partial = frame_range(cfg, info, times)
+    scale_height = cfg.preview_height if cfg.preview and info.height > cfg.preview_height else None
+    width, height = ffargs.decoded_size(info, scale_height)
+    video, family = encode_settings(cfg, output)
+    fps = Fraction(info.fps)
+    seg_ext = ffargs.SEGMENT_MUXERS[family][1]
+    length = max(1, round(cfg.segment.seconds * float(fps)))
+    segments = []
+    for i, (a, b) in enumerate(segment_bounds(start, end, length, cfg.detect.every)):
+        # seek halfway between the frame before and the first frame: robust to timestamp rounding
+        seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
+        name = f"seg-{i:04d}{seg_ext}"
+        decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
+                                            legacy_vsync=legacy_vsync)
+        encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
+                                            height=height, fps=fps, video=video,
+                                            legacy_vsync=legacy_vsync)
+        segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode)))
+
+    # the audio span of frames [start, end), in seconds from the container's start
+    n = end - start
+    a_start = times.first + _pts(times, fps, start)
+    last_interval = (_pts(times, fps, end - 1) - _pts(times, fps, end - 2)) if end - 2 >= 0 \
+        and not times.cfr else 1 / float(fps)
+    if times.cfr:
+        span = n / float(fps)
+    else:
+        span = _pts(times, fps, end - 1) - _pts(times, fps, start) + last_interval
+    cut = (start > 0 or end < times.count)
+    trim = (round(a_start, 6), round(a_start + span, 6)) if cut else None
+    if trim is not None and start == 0:
+        trim = (0.0, trim[1])
+    names = [s.name for s in segments]
+    concat = ffargs.concat_list(names)
+    concat_path = work / "concat.txt"
+    if times.cfr:
+        mux = ffargs.assemble_args(info, concat_path, output, final_name=output.name, concat=True,
+                                   trim=trim, metadata=metadata)
+        assembly = AssemblyPlan(concat=concat, mux=tuple(mux))
+    else:
+        joined, retimed = work / "video.mkv", work / "video-ts.mkv"
+        stamps = ffargs.timestamps_file([_pts(times, fps, i) - _pts(times, fps, start)
+                                         for i in range(start, end)])
+        mux = ffargs.assemble_args(info, retimed, output, final_name=output.name, concat=False,
+                                   trim=trim, metadata=metadata)
+        assembly = AssemblyPlan(concat=concat, mux=tuple(mux),
+                                join=tuple(ffargs.join_args(concat_path, joined)),
+                                retime=tuple(ffargs.retime_args(joined, work / "timestamps.txt",
+                                                                retimed)),
+                                timestamps=stamps)
+    audio_duration = None
+    if info.audio:
+        audio_duration = span if (cut or "copy" not in ffargs.audio_plan(info, output)) else \
+            max((a.duration or 0.0) for a in info.audio) or None
+    expect = Expect(frames=n, duration=round(span, 6), frame_interval=1 / float(fps),
+                    audio=len(info.audio), audio_duration=audio_duration)
+    enc = asdict(video)
+    enc["extra"] = list(video.extra)
+    return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="video", target=str(target),
+                      source=str(source), output=str(output), work_dir=str(work), start=start,
+                      end=end, total=times.count, partial=partial, fps=str(fps), cfr=times.cfr,
+                      width=width, height=height, scale_height=scale_height, encode=enc,
+                      segments=tuple(segments), assembly=assembly, expect=expect, config=values,
+                      identity=ident)
