@@ -41,11 +41,11 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 
-# ffmpeg and Python from the distribution. apt-get runs only for what is missing, so a base that
+# ffmpeg, mkvtoolnix (re-timing variable-frame-rate video) and Python from the distribution. apt-get runs only for what is missing, so a base that
 # already carries them (the test suite's debootstrapped one) builds without a package mirror.
 RUN set -eu; \
     missing=""; \
-    for pkg in ffmpeg python3 python3-venv ca-certificates; do \
+    for pkg in ffmpeg mkvtoolnix python3 python3-venv ca-certificates; do \
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed' \
             || missing="$missing $pkg"; \
     done; \

@@ -16,7 +16,7 @@ PROFILE  ?= moderate
 MODEL_SET ?= all
 ARGS     ?=
 COMPOSE  ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
-BASE_IMAGE ?= render-base:bookworm
+BASE_IMAGE ?= render-base:bookworm-2
 
 # The container runs as your uid so that ./out stays yours (root is mapped to the image's uid 10001).
 HOST_UID := $(shell id -u)

@@ -399,11 +399,14 @@ def run_worker(overrides: dict[str, str], env: Env, out_dir: Path, target: Path,
     # deleted before writeback (cancelled_write_bytes is deliberately NOT subtracted)
     r["io_write_bound"] = (max(0, io["write_bytes"] - r["output_bytes"])
                            if "write_bytes" in io else None)
-    # mp4/mov are muxed with +faststart: a second pass moves the index to the front by rewriting
-    # the file in place; pages already written back by then are dirtied (counted) again, so up to
-    # one more output size is the output's own
+    # a render writes its segments (about one output) and the assembled file (one output); mp4/mov
+    # are muxed with +faststart: a second pass moves the index to the front by rewriting the file
+    # in place; pages already written back by then are dirtied (counted) again, so up to one more
+    # output size is the output's own
     faststart = output.suffix.lower() in (".mp4", ".m4v", ".mov")
-    r["io_write_excess"] = (max(0, io["write_bytes"] - (2 if faststart else 1) * r["output_bytes"])
+    r["io_write_ratio"] = (io["write_bytes"] / r["output_bytes"]
+                           if "write_bytes" in io and r["output_bytes"] else None)
+    r["io_write_excess"] = (max(0, io["write_bytes"] - (3 if faststart else 2) * r["output_bytes"])
                             if "write_bytes" in io else None)
     r["wall_s"] = t_exit - t_spawn
     r["cpu_s"] = ru.ru_utime + ru.ru_stime      # worker + its reaped ffmpeg children
@@ -434,23 +437,29 @@ def run_worker(overrides: dict[str, str], env: Env, out_dir: Path, target: Path,
 
 # ---------------------------------------------------------------------------------- ffmpeg floor
 def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[list[str], list[str]]:
-    """decode_args/encode_args exactly as Renderer.render builds them (no trim, no preview)."""
+    """The render's own plan (one segment: the whole clip) gives the decoder and the encoder
+    settings; the floor encodes in one pass with the audio, as a render's segment plus its
+    assembly would."""
     from render.config import load_config
     from render.media import args as ffargs
-    from render.media.probe import ffmpeg_version, probe
+    from render.media.probe import ffmpeg_version, frame_times, probe
+    from render.plan import Identity, plan_render
 
-    cfg = load_config(overrides, env={})
+    cfg = load_config({**overrides, "segment.seconds": "3600"}, env={})
     info = probe(target)
     version = ffmpeg_version()
     legacy = version is not None and version < (5, 1)
-    width, height = ffargs.decoded_size(info, None)
-    dec = ffargs.decode_args(info, legacy_vsync=legacy)
-    enc = ffargs.encode_args(info, output, width=width, height=height, fps=info.fps,
-                             video=ffargs.EncodeSettings(codec=cfg.encode.codec, crf=cfg.encode.crf,
-                                                         preset=cfg.encode.preset,
-                                                         pix_fmt=cfg.encode.pix_fmt),
-                             legacy_vsync=legacy)
-    return dec, enc
+    plan = plan_render(cfg, source=target, target=target, output=output, info=info,
+                       times=frame_times(info), legacy_vsync=legacy,
+                       identity=Identity("", "", None, {}, {}))
+    enc = plan.encode
+    video = ffargs.EncodeSettings(codec=enc["codec"], crf=enc["crf"], preset=enc["preset"],
+                                  pix_fmt=enc["pix_fmt"], extra=tuple(enc["extra"]),
+                                  threads=enc["threads"])
+    dec = list(plan.segments[0].decode)
+    enc_argv = ffargs.encode_args(info, output, width=plan.width, height=plan.height,
+                                  fps=info.fps, video=video, legacy_vsync=legacy)
+    return dec, enc_argv
 
 
 def run_floor(clip: Clip, out_dir: Path, overrides: dict[str, str], *, relay: bool = False
@@ -826,14 +835,19 @@ def targets(cases: dict[str, Case], overlap: dict[str, Any] | None) -> list[tupl
         worst = max(excess) if excess else None
         frames_ok = largest < frame and (worst is None or worst < frame)
         rows.append(("zero bytes of frames on disk",
-                     f"largest file written outside the output {largest} B; /proc io write_bytes "
-                     f"of the render tree minus the output ≤ {fmt(bound, '.0f')} B, minus twice the "
-                     f"output (mp4 +faststart rewrites it) ≤ {fmt(worst, '.0f')} B; one raw frame "
-                     f"is {frame} B", _met(frames_ok)))
+                     f"largest file left outside the output {largest} B; /proc io write_bytes "
+                     f"of the render tree minus the output ≤ {fmt(bound, '.0f')} B, minus the "
+                     f"segments, the assembled file and the mp4 +faststart rewrite (3 × output) ≤ "
+                     f"{fmt(worst, '.0f')} B; one raw frame is {frame} B", _met(frames_ok)))
+        ratios = [r["io_write_ratio"] for c in ok for r in c.runs if r.get("io_write_ratio")]
+        if ratios:
+            rows.append(("bytes written per render ≤ about 2 × output (segments + assembled file; "
+                         "+1 for the mp4 faststart rewrite)", f"max {max(ratios):.2f} × output",
+                         _met(max(ratios) <= 3.1)))
         total = max(c.written for c in ok)
         files = sorted({_short(p) for c in ok for r in c.runs for p, _ in r["written_files"]})
-        rows.append(("no bytes at all outside the output (HOME, TMPDIR, cache_dir, output and "
-                     "target folders)", f"max {total} B per render"
+        rows.append(("no bytes left outside the output (HOME, TMPDIR, cache_dir, output and "
+                     "target folders; the work folder is removed)", f"max {total} B per render"
                      + (f" ({', '.join(files[:3])})" if files else ""), _met(total == 0)))
     ttffs = [(c.name, c.ttff) for c in cases.values() if not c.error and c.ttff is not None]
     if ttffs:

@@ -330,8 +330,11 @@ class Renderer:
         result = self.executor(job, plan).run()
         seconds = time.perf_counter() - started
         frames = plan.frames
-        log.info("%s → %s: %d frames in %.1fs (%.1f fps)", job.target.name, job.output, frames,
-                 seconds, frames / max(seconds, 1e-9))
+        resumed = f", {result.resumed} of {len(plan.segments)} segments resumed" \
+            if result.resumed else ""
+        log.info("%s → %s: %d frames in %.1fs (%.1f fps; %d frames decoded%s)", job.target.name,
+                 job.output, frames, seconds, frames / max(seconds, 1e-9), result.frames_decoded,
+                 resumed)
         return RenderResult(job, frames, seconds, result.times, plan=plan, result=result)
 
 

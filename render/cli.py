@@ -19,7 +19,7 @@ from .errors import Interrupted, RenderError, UsageError
 log = logging.getLogger("render")
 
 USAGE = """\
-usage: render [--debug] [key=value ...]
+usage: render [--verbose | --debug] [key=value ...]
        render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
                           | verify [dir=DIR] [NAME ...] | convert NAME fp16
        render --help [profile=P]     every key with its value in profile P (default: moderate)
@@ -31,12 +31,16 @@ output_dir. Exit codes: 0 done, 2 usage/config, 3 bad input media, 4 model missi
 """
 
 
-def _setup_logging(debug: bool) -> None:
+def _setup_logging(debug: bool, verbose: bool) -> None:
+    """Debug lines with --debug; informational lines (providers skipped, models verified,
+    resuming) with --verbose or on a terminal; otherwise warnings and errors only, so that a
+    failing run off a terminal prints exactly one line."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("render: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    root.setLevel(logging.DEBUG if debug else logging.INFO if verbose or tty else logging.WARNING)
     for noisy in ("urllib3", "PIL"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -89,8 +93,9 @@ def run(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
-    args = [a for a in args if a != "--debug"]
-    _setup_logging(debug)
+    verbose = "--verbose" in args or "-v" in args
+    args = [a for a in args if a not in ("--debug", "--verbose", "-v")]
+    _setup_logging(debug, verbose)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return run(args)

@@ -319,13 +319,16 @@ class Executor:
                 elif seg.index in wanted:
                     todo.append(seg)
             done_before = sum(1 for i in records if i in wanted)
-            if done_before:
-                log.info("resuming %s: %d of %d segments done", Path(plan.output).name,
-                         done_before, len(wanted))
             decoded = 0
             progress = Progress(sum(s.frames for s in todo), label=Path(plan.target).name,
                                 mode=self.progress_mode) if self.progress_mode != "off" and todo \
                 else None
+            if done_before:
+                note = f"resuming: {done_before} of {len(wanted)} segments done"
+                if progress is not None:
+                    progress.note(note)
+                else:
+                    log.info("%s: %s", Path(plan.output).name, note)
             try:
                 for seg in todo:
                     rec, n = self._segment(seg, times, progress)

@@ -25,6 +25,15 @@ class Progress:
             self._bar = tqdm(total=total, desc=label, unit="frame", file=self.stream,
                              dynamic_ncols=True, leave=True)
 
+    def note(self, text: str) -> None:
+        """One line of its own (e.g. "resuming: 7 of 12 segments done")."""
+        line = f"{self.label}: {text}"
+        if self._bar is not None:
+            self._bar.write(line, file=self.stream)
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
     def update(self, n: int = 1) -> None:
         self.count += n
         if self._bar is not None:

@@ -2,18 +2,19 @@
 # Build a minimal Debian base image without any container registry:
 # debootstrap a root filesystem into a temporary folder, then `docker import` it.
 #
-#   scripts/build-base-image.sh [NAME:TAG]      (default render-base:bookworm)
+#   scripts/build-base-image.sh [NAME:TAG]      (default render-base:bookworm-2)
 #
-# The image carries python3, python3-venv, ffmpeg and ca-certificates, so the real
+# The image carries python3, python3-venv, ffmpeg, mkvtoolnix and ca-certificates, so the real
 # Dockerfile can be built on it with BASE_IMAGE=NAME:TAG. It is cached by tag: when the
-# tag exists already nothing is done (FORCE=1 rebuilds). Needs root (debootstrap chroots).
+# tag exists already nothing is done (FORCE=1 rebuilds; the tag's -N suffix is bumped whenever the
+# package set changes). Needs root (debootstrap chroots).
 # Environment: SUITE (bookworm), MIRROR (http://deb.debian.org/debian), FORCE.
 set -euo pipefail
 
-NAME="${1:-render-base:bookworm}"
+NAME="${1:-render-base:bookworm-2}"
 SUITE="${SUITE:-bookworm}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
-PACKAGES="python3,python3-venv,ffmpeg,ca-certificates"
+PACKAGES="python3,python3-venv,ffmpeg,mkvtoolnix,ca-certificates"
 
 if [ -z "${FORCE:-}" ] && docker image inspect "$NAME" >/dev/null 2>&1; then
     echo "build-base-image: $NAME exists; nothing to do (FORCE=1 rebuilds)"

@@ -385,10 +385,22 @@ def frame_times(info: MediaInfo) -> FrameTimes:
             t = _int(p.get("dts"))
         if t is not None:
             ticks.append(t)
+    partial = "partial file" in (proc.stderr or "")
+    if ticks and partial:
+        ticks.pop()   # the file ends inside this packet: it cannot be decoded
     if not ticks:
         reason = last_meaningful_line(proc.stderr) or "no video packets"
         raise MediaError(f"cannot read video {info.path}: {reason}")
     ticks.sort()
+    if partial and len(ticks) > 2:
+        # frames after a lost one (reordered B-frames past the cut) are not a readable run: keep
+        # the frames up to the first gap
+        steps = sorted(b - a for a, b in zip(ticks, ticks[1:]))
+        usual = steps[len(steps) // 2]
+        for i, (a, b) in enumerate(zip(ticks, ticks[1:])):
+            if b - a > 1.5 * usual:
+                ticks = ticks[:i + 1]
+                break
     start = _float((data.get("format") or {}).get("start_time")) or 0.0
     first = float(ticks[0] * tb) - start
     pts = tuple(round(float((t - ticks[0]) * tb), 6) for t in ticks)

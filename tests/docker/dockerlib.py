@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE_IMAGE = os.environ.get("RENDER_TEST_BASE_IMAGE", "render-base:bookworm")
+BASE_IMAGE = os.environ.get("RENDER_TEST_BASE_IMAGE", "render-base:bookworm-2")
 TEST_IMAGE = os.environ.get("RENDER_TEST_IMAGE", "render:cpu-dockertest")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "render" / "docker-test"
 CONTAINER_UID = 10001

@@ -1,0 +1,197 @@
+"""Unit tests of the plan layer: a pure function of (config, job, probed media), no I/O."""
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from render.config import load_config
+from render.errors import MediaError, UsageError
+from render.media.probe import AudioStream, FrameTimes, MediaInfo
+from render.plan import (PINNED_ENCODE_THREADS, Identity, RenderPlan, job_key, plan_render,
+                         segment_bounds, work_dir_for)
+
+
+def info(**kw) -> MediaInfo:
+    base = dict(path="/in/clip.mp4", kind="video", width=1280, height=720, fps=Fraction(25),
+                rotation=0, pix_fmt="yuv420p", frame_count=250, duration=10.0,
+                audio=(AudioStream(index=1, codec="aac", channels=2, sample_rate=48000,
+                                   duration=10.0),), container="mov,mp4,m4a,3gp,3g2,mj2")
+    base.update(kw)
+    return MediaInfo(**base)
+
+
+def cfr(n: int, fps: float = 25.0, first: float = 0.0, readable: int | None = None) -> FrameTimes:
+    r = n if readable is None else readable
+    return FrameTimes(count=n, readable=r, pts=tuple(round(i / fps, 6) for i in range(r)),
+                      first=first, cfr=True, declared=n)
+
+
+IDENT = Identity(target_sha256="t" * 64, source_sha256="s" * 64, reference_sha256=None,
+                 models={"inswapper_128": "m" * 64}, versions={"render": "x", "ffmpeg": "y"})
+
+
+def plan(overrides=None, *, media=None, times=None, output="/out/clip.mp4", ident=IDENT) -> RenderPlan:
+    cfg = load_config({"profile": "low", **(overrides or {})}, env={})
+    media = media or info()
+    times = times or cfr(media.frame_count)
+    return plan_render(cfg, source=Path("/in/face.jpg"), target=Path(media.path),
+                       output=Path(output), info=media, times=times, identity=ident)
+
+
+def pairs(argv):
+    return list(zip(argv, argv[1:]))
+
+
+def test_segments_are_frame_exact_and_cover_the_clip():
+    p = plan({"segment.seconds": "4"})
+    assert [(s.start, s.end) for s in p.segments] == [(0, 100), (100, 200), (200, 250)]
+    assert [s.name for s in p.segments] == ["seg-0000.mp4", "seg-0001.mp4", "seg-0002.mp4"]
+    assert p.frames == 250 and p.expect.frames == 250
+
+
+@pytest.mark.parametrize("start,end,length,every,expect", [
+    (0, 10, 4, 1, [(0, 4), (4, 8), (8, 10)]),
+    (0, 10, 4, 3, [(0, 6), (6, 10)]),            # rounded up to a multiple of detect.every
+    (5, 20, 5, 5, [(5, 10), (10, 15), (15, 20)]),
+    (0, 3, 10, 1, [(0, 3)]),
+])
+def test_segment_bounds(start, end, length, every, expect):
+    assert segment_bounds(start, end, length, every) == expect
+
+
+def test_segment_boundaries_are_multiples_of_detect_every():
+    p = plan({"segment.seconds": "1", "detect.every": "4"})
+    assert all((s.start - p.start) % 4 == 0 for s in p.segments)
+    assert p.segments[0].frames == 28    # 25 rounded up to a multiple of 4
+
+
+def test_segment_decode_seeks_between_frames_and_takes_exactly_its_frames():
+    p = plan({"segment.seconds": "4"})
+    first, second = p.segments[0].decode, p.segments[1].decode
+    assert "-ss" not in first and ("-frames:v", "100") in pairs(first)
+    assert ("-ss", "3.98") in pairs(second)       # halfway between frame 99 (3.96) and 100 (4.0)
+    assert second.index("-ss") < second.index("-i")                 # input option: accurate seek
+    assert ("-frames:v", "100") in pairs(second) and second[-1] == "pipe:1"
+
+
+def test_seek_is_measured_from_the_container_start():
+    p = plan({"segment.seconds": "4"}, times=cfr(250, first=0.5))
+    assert ("-ss", "4.48") in pairs(p.segments[1].decode)
+
+
+def test_segment_encode_is_video_only_with_pinned_threads():
+    p = plan()
+    enc = list(p.segments[0].encode)
+    assert enc[-1].endswith("/seg-0000.mp4") and ("-f", "mp4") in pairs(enc)
+    assert "-an" in enc and "-i" in enc and enc.count("-i") == 1 and "pipe:0" in enc
+    assert ("-threads", str(PINNED_ENCODE_THREADS)) in pairs(enc)
+    assert ("-c:v", "libx264") in pairs(enc) and ("-crf", "20") in pairs(enc)
+    assert ("-flags:v", "+cgop") in pairs(enc)
+    assert ("-threads", "3") in pairs(plan({"encode.threads": "3"}).segments[0].encode)
+
+
+def test_assembly_concats_with_stream_copy_and_muxes_the_audio_once():
+    p = plan({"segment.seconds": "4"})
+    a = p.assembly
+    assert a.concat.splitlines() == ["ffconcat version 1.0", "file 'seg-0000.mp4'",
+                                     "file 'seg-0001.mp4'", "file 'seg-0002.mp4'"]
+    mux = list(a.mux)
+    assert ("-f", "concat") in pairs(mux) and mux[mux.index("concat") + 4].endswith("concat.txt")
+    assert ("-c:v", "copy") in pairs(mux) and ("-c:a:0", "copy") in pairs(mux)
+    assert ("-map", "1:1") in pairs(mux) and mux[-3:-1] == ["-f", "mp4"]
+    assert ("-movflags", "+faststart") in pairs(mux)
+    assert a.join == () and a.retime == ()     # constant frame rate: no retiming
+    assert p.expect.audio == 1 and p.expect.duration == 10.0
+
+
+def test_trim_in_frames_is_exactly_those_frames():
+    p = plan({"trim": "30f-80f", "segment.seconds": "1"})
+    assert (p.start, p.end) == (30, 80)
+    assert [(s.start, s.end) for s in p.segments] == [(30, 55), (55, 80)]
+    assert ("-ss", "1.18") in pairs(p.segments[0].decode)
+    mux = list(p.assembly.mux)
+    # the audio is cut to the frames' span and encoded once
+    assert ("-ss", "1.2") in pairs(mux) and ("-t", "2") in pairs(mux)
+    assert ("-c:a:0", "aac") in pairs(mux)
+    assert p.expect.audio_duration == pytest.approx(2.0)
+
+
+def test_trim_in_seconds():
+    p = plan({"trim": "0.4-1.2"})
+    assert (p.start, p.end) == (10, 30)
+    p = plan({"trim": "9.5-"})
+    assert (p.start, p.end) == (238, 250)
+
+
+def test_trim_past_the_end_is_a_usage_error():
+    with pytest.raises(UsageError, match="past the end"):
+        plan({"trim": "300f-400f"})
+
+
+def test_preview_scales_down_only():
+    p = plan({"preview": "true"}, media=info(width=1920, height=1080))
+    assert (p.width, p.height) == (1280, 720) and p.scale_height == 720
+    assert any(a.startswith("scale=1280:720") for a in p.segments[0].decode)
+    p = plan({"preview": "true"})
+    assert (p.width, p.height) == (1280, 720) and p.scale_height is None
+
+
+def test_truncated_target_is_an_error_unless_allow_partial():
+    times = cfr(250, readable=180)
+    with pytest.raises(MediaError, match=r"ends at frame 180 of 250 \(file truncated\?\)"):
+        plan(times=times)
+    p = plan({"allow_partial": "true"}, times=times)
+    assert p.partial and (p.start, p.end) == (0, 180) and p.expect.frames == 180
+
+
+def test_webm_gets_vp9_unless_the_user_forced_another_codec():
+    p = plan(output="/out/clip.webm")
+    enc = list(p.segments[0].encode)
+    assert ("-c:v", "libvpx-vp9") in pairs(enc) and ("-f", "matroska") in pairs(enc)
+    assert p.segments[0].name.endswith(".mkv")
+    assert ("-c:a:0", "libopus") in pairs(list(p.assembly.mux))
+    with pytest.raises(UsageError, match="cannot go into .webm"):
+        plan({"encode.codec": "libx264"}, output="/out/clip.webm")
+
+
+def test_variable_frame_rate_is_retimed_with_the_targets_timestamps():
+    pts = tuple(round(i / 25 if i < 50 else 2 + (i - 50) / 12.5, 6) for i in range(100))
+    times = FrameTimes(count=100, readable=100, pts=pts, first=0.0, cfr=False, declared=100)
+    p = plan(times=times, media=info(frame_count=100, duration=10.0))
+    a = p.assembly
+    assert a.join and a.retime[0] == "mkvmerge"
+    stamps = a.timestamps.splitlines()
+    assert stamps[0] == "# timestamp format v2" and len(stamps) == 101
+    assert float(stamps[51]) == pytest.approx(2000.0) and float(stamps[52]) == pytest.approx(2080.0)
+    assert list(a.mux)[list(a.mux).index("-i") + 1].endswith("video-ts.mkv")
+    assert p.expect.duration == pytest.approx(pts[-1] + 0.08)
+
+
+def test_job_key_follows_every_byte_changing_input_and_nothing_else():
+    base = plan()
+    assert plan().key == base.key
+    assert plan({"mask.padding": "0.1"}).key != base.key
+    assert plan({"encode.crf": "21"}).key != base.key
+    assert plan(ident=Identity(**{**IDENT.__dict__, "target_sha256": "u" * 64})).key != base.key
+    assert plan(ident=Identity(**{**IDENT.__dict__, "models": {"inswapper_128": "n" * 64}})).key \
+        != base.key
+    assert plan(ident=Identity(**{**IDENT.__dict__, "versions": {"render": "z"}})).key != base.key
+    # scheduling and display keys do not change the bytes
+    assert plan({"progress": "off", "execution.threads": "1", "execution.batch_size": "2",
+                 "cache_dir": "/elsewhere"}).key == base.key
+    assert base.work_dir == str(work_dir_for(Path("/out/clip.mp4"), base.key))
+    assert Path(base.work_dir).parent == Path("/out") and Path(base.work_dir).name.startswith(".clip.mp4.")
+
+
+def test_plan_round_trips_through_json():
+    p = plan({"segment.seconds": "3"})
+    assert RenderPlan.from_json(p.to_json()) == p
+
+
+def test_image_plan_has_no_segments_to_assemble():
+    media = info(path="/in/p.png", kind="image", frame_count=1, duration=0.04, audio=(),
+                 container="png_pipe")
+    p = plan(media=media, output="/out/p.png")
+    assert p.kind == "image" and p.assembly is None and len(p.segments) == 1

@@ -1,0 +1,293 @@
+"""Renders as plans of committed segments, end to end through the CLI: resume after kill -9,
+stale and damaged work, inputs that lie, a full disk, frame timing and containers."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import media_fixtures as mf
+from conftest import cli_env, model_args, run_cli
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def work_dirs(out_dir: Path) -> list[Path]:
+    return sorted(p for p in out_dir.iterdir() if p.is_dir() and ".render-" in p.name)
+
+
+def visible(out_dir: Path) -> list[str]:
+    return sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+
+
+def ffmpeg_children(clip: Path) -> str:
+    return subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip}"], capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    d = tmp_path_factory.mktemp("segclip")
+    return mf.make_clip(d / "clip.mp4", width=640, height=360, seconds=6.0)
+
+
+ARGS = ("profile=low", "segment.seconds=1", "execution.threads=1")
+
+
+def render_args(workdir: Path, standin_models: Path, clip_path: Path, out: Path, *extra: str,
+                cache: str = "cache") -> list[str]:
+    return [*ARGS, f"source={workdir / 'in' / 'source.jpg'}", f"target={clip_path}", f"output={out}",
+            *model_args(standin_models, workdir / cache), *extra]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, standin_models, clip):
+    """The SHA-256 of an uninterrupted render of ``clip``."""
+    d = tmp_path_factory.mktemp("ref")
+    (d / "in").mkdir()
+    mf.make_source_image(d / "in" / "source.jpg")
+    out = d / "out" / "clip.mp4"
+    r = run_cli(*render_args(d, standin_models, clip.path, out))
+    assert r.returncode == 0, r.stderr
+    return sha(out)
+
+
+def kill_after_segments(args: list[str], out_dir: Path, n: int) -> None:
+    """Start a render, SIGKILL it once ``n`` segments are committed."""
+    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            done = [p for w in work_dirs(out_dir) for p in w.glob("seg-*.json")]
+            if len(done) >= n:
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the render finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def resumed_line(stderr: str) -> tuple[int, int, int]:
+    """(frames decoded, segments resumed, segments) from the final --verbose line."""
+    m = re.search(r"(\d+) frames decoded, (\d+) of (\d+) segments resumed", stderr)
+    assert m, stderr
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_bytes(workdir, standin_models, clip, reference):
+    out = workdir / "out" / "clip.mp4"
+    args = render_args(workdir, standin_models, clip.path, out)
+    kill_after_segments(args, workdir / "out", 2)
+    time.sleep(0.2)
+    assert ffmpeg_children(clip.path) == "", "an ffmpeg child outlived the killed renderer"
+    assert visible(workdir / "out") == [], "something that looks finished was left"
+    (work,) = work_dirs(workdir / "out")
+    assert (work / "plan.json").is_file()
+    r = run_cli(*args, "--verbose")
+    assert r.returncode == 0, r.stderr
+    decoded, resumed, total = resumed_line(r.stderr)
+    assert total == 6 and resumed >= 2 and decoded < clip.frame_count
+    assert "resuming: " in r.stderr and "segments done" in r.stderr
+    assert sha(out) == reference
+    assert visible(workdir / "out") == ["clip.mp4"] and work_dirs(workdir / "out") == []
+
+
+def test_damaged_segment_is_rendered_again(workdir, standin_models, clip, reference):
+    out = workdir / "out" / "clip.mp4"
+    args = render_args(workdir, standin_models, clip.path, out)
+    kill_after_segments(args, workdir / "out", 2)
+    (work,) = work_dirs(workdir / "out")
+    seg = work / "seg-0000.mp4"
+    data = bytearray(seg.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    seg.write_bytes(bytes(data))
+    r = run_cli(*args, "--verbose")
+    assert r.returncode == 0, r.stderr
+    assert "seg-0000.mp4 is damaged" in r.stderr
+    assert sha(out) == reference
+
+
+def test_changed_override_starts_afresh(workdir, standin_models, clip):
+    out = workdir / "out" / "clip.mp4"
+    kill_after_segments(render_args(workdir, standin_models, clip.path, out), workdir / "out", 1)
+    (old,) = work_dirs(workdir / "out")
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out, "mask.padding=0.1", "--verbose"))
+    assert r.returncode == 0, r.stderr
+    decoded, _, _ = (int(x) for x in re.search(r"(\d+) frames decoded", r.stderr).groups() + (0, 0))
+    assert decoded == clip.frame_count and "resuming" not in r.stderr
+    assert not old.exists() and work_dirs(workdir / "out") == []
+
+
+def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, clip, reference):
+    """Other ORT threads, frames in flight and batch: the same bytes (everything that changes them
+    is pinned in the plan)."""
+    out = workdir / "out" / "clip.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out, "execution.threads=2",
+                             "execution.frames_in_flight=3", cache="cache2"))
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == reference
+
+
+# -- inputs that lie ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def truncated(tmp_path_factory, clip):
+    """The clip with its last ~40 % cut off (moov at the front, so the container still promises
+    every frame)."""
+    d = tmp_path_factory.mktemp("trunc")
+    fast = d / "fast.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(clip.path), "-c", "copy", "-movflags",
+                    "+faststart", str(fast)], check=True)
+    cut = d / "cut.mp4"
+    data = fast.read_bytes()
+    cut.write_bytes(data[:int(len(data) * 0.6)])
+    return cut
+
+
+def test_truncated_target_is_exit_3_with_the_frame_numbers(workdir, standin_models, truncated, clip):
+    out = workdir / "out" / "cut.mp4"
+    r = run_cli(*render_args(workdir, standin_models, truncated, out, "progress=off"))
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr                      # exactly one line
+    m = re.search(r"ends at frame (\d+) of (\d+) \(file truncated\?\)", lines[0])
+    assert m and str(truncated) in lines[0], lines[0]
+    assert int(m.group(2)) == clip.frame_count and 0 < int(m.group(1)) < clip.frame_count
+    assert list((workdir / "out").iterdir()) == []
+
+
+def test_allow_partial_renders_the_readable_part(workdir, standin_models, truncated, clip):
+    out = workdir / "out" / "cut.mp4"
+    r = run_cli(*render_args(workdir, standin_models, truncated, out, "allow_partial=true"))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(out)
+    assert 0 < p.frames < clip.frame_count
+    assert p.audio_duration == pytest.approx(p.frames / 25, abs=0.05)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None,
+                    reason="mounting a small tmpfs needs root")
+def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_models, clip, tmp_path):
+    # a first render elsewhere tells the size of one output
+    probe_out = workdir / "out" / "size.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, probe_out))
+    assert r.returncode == 0, r.stderr
+    size = probe_out.stat().st_size
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    # room for the existing output, the segments and about half of the assembled file
+    kib = int(size * 2.5 / 1024) + 64
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        out = disk / "clip.mp4"
+        shutil.copyfile(probe_out, out)
+        before = sha(out)
+        r = run_cli(*render_args(workdir, standin_models, clip.path, out, "mask.padding=0.05",
+                                 "progress=off"))
+        assert r.returncode != 0, "a render on a full disk succeeded?"
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert sha(out) == before, "the existing output was touched"
+        assert visible(disk) == ["clip.mp4"]
+        for w in work_dirs(disk):
+            assert not [p for p in w.iterdir() if p.name.startswith("clip")], list(w.iterdir())
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+# -- timing and containers ------------------------------------------------------------------------
+def pts_list(path: Path) -> list[float]:
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                          "packet=pts_time", "-of", "csv=p=0", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    pts = sorted(float(x) for x in out.split())
+    return [round(t - pts[0], 6) for t in pts]
+
+
+@pytest.mark.skipif(shutil.which("mkvmerge") is None, reason="mkvtoolnix (mkvmerge) is not installed")
+def test_variable_frame_rate_keeps_every_timestamp(workdir, standin_models, clip, tmp_path):
+    vfr = tmp_path / "vfr.mp4"
+    # frames 0-49 at 25 fps, then at 12.5 fps: the second half of the clip runs twice as long
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(clip.path), "-vf",
+                    "setpts='(N/25+if(gte(N,50),(N-50)/25,0))/TB'", "-fps_mode", "passthrough",
+                    "-video_track_timescale", "90000", "-c:v", "libx264", "-crf", "12",
+                    "-an", str(vfr)], check=True)
+    src = pts_list(vfr)
+    assert len(set(round(b - a, 4) for a, b in zip(src, src[1:]))) > 1, "the test clip is not VFR"
+    out = workdir / "out" / "vfr.mp4"
+    r = run_cli(*render_args(workdir, standin_models, vfr, out))
+    assert r.returncode == 0, r.stderr
+    dst = pts_list(out)
+    assert len(dst) == len(src)
+    assert max(abs(a - b) for a, b in zip(src, dst)) <= 0.001
+
+
+def test_constant_frame_rate_stays_exactly_constant(workdir, standin_models, clip):
+    out = workdir / "out" / "cfr.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out))
+    assert r.returncode == 0, r.stderr
+    ticks = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                            "packet=pts", "-of", "csv=p=0", str(out)],
+                           capture_output=True, text=True, check=True).stdout.split()
+    ticks = sorted(int(t) for t in ticks)
+    assert len(ticks) == clip.frame_count
+    assert len({b - a for a, b in zip(ticks, ticks[1:])}) == 1
+
+
+def test_webm_output_is_vp9_and_opus(workdir, standin_models, tmp_path):
+    short = mf.make_clip(tmp_path / "short.mp4", width=320, height=240, seconds=2.0)
+    out = workdir / "out" / "short.webm"
+    r = run_cli(*render_args(workdir, standin_models, short.path, out))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(out)
+    src = mf.probe_counts(short.path)
+    assert (p.video_codec, p.audio_codec) == ("vp9", "opus")
+    assert p.frames == short.frame_count
+    assert p.duration == pytest.approx(src.duration, abs=0.05)
+    assert p.audio_duration == pytest.approx(src.audio_duration, abs=0.05)
+
+
+def test_forced_codec_that_webm_cannot_hold_fails_before_any_work(workdir, standin_models, clip):
+    out = workdir / "out" / "x.webm"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out, "encode.codec=libx264",
+                             "progress=off"))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "render: error: encode.codec=libx264 cannot go into .webm files (use one of libvpx-vp9, "
+        "libvpx, libaom-av1, libsvtav1)"]
+    assert list((workdir / "out").iterdir()) == []
+
+
+def test_source_with_several_faces_uses_the_largest_and_says_so(workdir, standin_models, tmp_path):
+    import cv2
+    img = mf.background(640, 480)
+    mf.draw_face(img, 200, 240, 200)
+    mf.draw_face(img, 470, 240, 120)
+    src = tmp_path / "two.png"
+    cv2.imwrite(str(src), img)
+    target = mf.make_image_target(workdir / "in" / "p.png", width=320, height=240)
+    r = run_cli("profile=low", f"source={src}", f"target={target.path}",
+                f"output={workdir / 'out' / 'p.png'}", "--verbose",
+                *model_args(standin_models, workdir / "cache"))
+    assert r.returncode == 0, r.stderr
+    assert "has 2 faces: using the largest (source_face=N picks another)" in r.stderr
+    r = run_cli("profile=low", f"source={src}", f"target={target.path}", "source_face=5",
+                f"output={workdir / 'out' / 'q.png'}", "progress=off",
+                *model_args(standin_models, workdir / "cache"))
+    assert r.returncode == 2 and "has 2 faces" in r.stderr
