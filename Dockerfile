@@ -176,6 +176,12 @@ ENV PATH=/opt/render/venv/bin:$PATH \
     RENDER_INPUT_DIR=/data/in \
     RENDER_OUTPUT_DIR=/data/out \
     ORT_DISABLE_TELEMETRY=1
+# The image's build identity, recorded in every render's report.
+ARG BASE_IMAGE
+ENV RENDER_IMAGE_VERSION="$VERSION" \
+    RENDER_IMAGE_REVISION="$REVISION" \
+    RENDER_IMAGE_BASE="$BASE_IMAGE" \
+    RENDER_IMAGE_ORT_PACKAGE="$ORT_PACKAGE"
 
 USER 10001:10001
 WORKDIR /data

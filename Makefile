@@ -25,7 +25,8 @@ RENDER_UID ?= $(if $(filter 0,$(HOST_UID)),10001,$(HOST_UID))
 RENDER_GID ?= $(if $(filter 0,$(HOST_UID)),10001,$(HOST_GID))
 RENDER_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' render/__init__.py)
 RENDER_MODEL_SET ?= $(MODEL_SET)
-export RENDER_UID RENDER_GID RENDER_VERSION RENDER_MODEL_SET
+RENDER_REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+export RENDER_UID RENDER_GID RENDER_VERSION RENDER_MODEL_SET RENDER_REVISION
 
 .PHONY: help image image-cpu render render-cpu models test bench base-image wheels locks folders
 

@@ -10,12 +10,15 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import cv2
 import numpy as np
 
 from .config import Config, required_models
-from .errors import MediaError, ModelError, RenderError, RenderFailed, UsageError
+from . import __version__, report
+from . import mark as marking
+from .errors import Interrupted, MediaError, ModelError, RenderError, RenderFailed, UsageError
 from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from .faces.embed import EmbeddingCache, Embedder
 from .faces.enhance import Enhancer
@@ -25,7 +28,7 @@ from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
 from .execute import ExecResult, Executor
-from .media.probe import IMAGE_EXTENSIONS, ffmpeg_version, ffmpeg_version_line, frame_times, \
+from .media.probe import IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line, frame_times, \
     mkvmerge_version, probe
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
@@ -57,6 +60,7 @@ class RenderResult:
     times: StageTimes = field(default_factory=StageTimes)
     plan: RenderPlan | None = None
     result: ExecResult | None = None
+    report: dict | None = None
 
 
 # -- planning -------------------------------------------------------------------------------------
@@ -218,7 +222,7 @@ def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str,
 
 
 # -- rendering ------------------------------------------------------------------------------------
-def versions(*, vfr: bool = False) -> dict[str, str]:
+def versions(*, vfr: bool = False, mark: bool = False) -> dict[str, str]:
     """Versions of everything that decides an output's bytes (part of the job key)."""
     import onnxruntime
 
@@ -228,6 +232,8 @@ def versions(*, vfr: bool = False) -> dict[str, str]:
            "opencv": cv2.__version__, "numpy": np.__version__}
     if vfr:
         out["mkvmerge"] = mkvmerge_version()
+    if mark:
+        out["c2pa"] = marking.c2pa_version() or "none"
     return out
 
 
@@ -300,10 +306,13 @@ class Renderer:
                                              m.enhancer_entry) if e is not None}
         return Identity(target_sha256=self._sha(job.target), source_sha256=self._sha(job.source),
                         reference_sha256=self._sha(ref) if ref is not None else None,
-                        models=models, versions=versions(vfr=vfr))
+                        models=models, versions=versions(vfr=vfr, mark=self.cfg.mark.enabled))
 
     def plan(self, job: Job) -> RenderPlan:
         """Probe the target, count its frames and plan the render; nothing is written."""
+        return self.prepare(job)[0]
+
+    def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
         info = probe(job.target)
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
@@ -313,29 +322,96 @@ class Renderer:
         if not times.cfr and shutil.which("mkvmerge") is None:
             raise RenderFailed(f"target {job.target} has a variable frame rate: keeping its frame "
                                f"times needs mkvmerge (install mkvtoolnix)")
-        return plan_render(self.cfg, source=job.source, target=job.target,
-                           output=job.output.absolute(), info=info, times=times,
-                           identity=self.identity(job, vfr=not times.cfr),
-                           legacy_vsync=self.legacy_vsync)
+        output = job.output.absolute()
+        metadata: list[tuple[str, str]] = []
+        if self.cfg.mark.enabled and not info.is_image:
+            opts = marking.metadata_args(__version__, ffargs.output_format(output)[1])
+            metadata = [tuple(v.split("=", 1)) for v in opts[1::2]]
+        plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
+                           info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
+                           legacy_vsync=self.legacy_vsync, metadata=metadata)
+        return plan, info
 
     # -- rendering ----------------------------------------------------------------------------
-    def executor(self, job: Job, plan: RenderPlan) -> Executor:
+    def marker(self, plan: RenderPlan, marks: dict) -> Callable[[Path], None]:
+        """Marks the finished temp file as synthetic (metadata tag, C2PA manifest) before it is
+        verified and committed; what was done goes into ``marks`` (the report's)."""
+        cfg = self.cfg
+        output = Path(plan.output)
+        marks.update({"enabled": cfg.mark.enabled, "tag": None, "c2pa": None})
+        if not cfg.mark.enabled:
+            return lambda tmp: None
+
+        def mark(tmp: Path) -> None:
+            if plan.kind == "image":
+                marking.tag_image(tmp, version=__version__)
+            marks["tag"] = marking.tag_text(__version__)
+            if not marking.c2pa_supported(output):
+                marks["c2pa"] = {"signed": False, "reason": f"C2PA cannot be embedded in "
+                                 f"{output.suffix} files (no Matroska support in c2pa-rs)"}
+                return
+            try:
+                signed = marking.sign(
+                    tmp, version=__version__, key_dir=cfg.cache_path / "c2pa",
+                    cert=Path(cfg.mark.cert) if cfg.mark.cert else None,
+                    key=Path(cfg.mark.key) if cfg.mark.key else None, title=output.name,
+                    instance=f"{plan.key}:{output.name}")
+            except marking.C2paUnavailable as exc:
+                log.warning("%s: no C2PA manifest (%s); the metadata tag is there", output.name, exc)
+                marks["c2pa"] = {"signed": False, "reason": str(exc)}
+                return
+            marks["c2pa"] = {"signed": True, "mime": signed.mime, "cert_sha256": signed.cert_sha256,
+                             "local_certificate": signed.local_cert,
+                             "deterministic": getattr(signed, "deterministic", None)}
+        return mark
+
+    def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None) -> Executor:
         return Executor(plan, lambda times: self.make_stage(job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
-                        progress=self.cfg.progress)
+                        progress=self.cfg.progress,
+                        before_commit=self.marker(plan, marks if marks is not None else {}))
 
-    def render(self, job: Job) -> RenderResult:
-        started = time.perf_counter()
-        plan = self.plan(job)
-        result = self.executor(job, plan).run()
-        seconds = time.perf_counter() - started
+    def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
+               lock: Mapping[str, Any] | None = None) -> RenderResult:
+        """Plan, execute, and write the report beside the output (into the work folder when the
+        render fails or is interrupted)."""
+        started, t0 = report.now(), time.perf_counter()
+        memory = report.PeakMemory()
+        plan = info = result = None
+        marks: dict = {}
+        try:
+            plan, info = self.prepare(job)
+            result = self.executor(job, plan, marks).run()
+        except BaseException as exc:
+            usage = memory.stop()
+            if plan is not None and info is not None and Path(plan.work_dir).is_dir():
+                status = "interrupted" if isinstance(exc, (KeyboardInterrupt, Interrupted)) \
+                    else "failed"
+                text = "interrupted" if isinstance(exc, KeyboardInterrupt) else \
+                    " ".join(str(exc).split()) or type(exc).__name__
+                try:
+                    data = report.build(plan=plan, result=result, models=self.models,
+                                        target_info=info, started=started, ended=report.now(),
+                                        memory=usage, marks=marks, status=status, error=text,
+                                        job=meta, lock=lock)
+                    report.write(data, Path(plan.work_dir) / report.FAILED_NAME)
+                except Exception:  # noqa: BLE001 - the failure itself is what gets reported
+                    log.debug("cannot write the failure report", exc_info=True)
+            raise
+        usage = memory.stop()
+        seconds = time.perf_counter() - t0
+        data = report.build(plan=plan, result=result, models=self.models, target_info=info,
+                            started=started, ended=report.now(), memory=usage, marks=marks,
+                            job=meta, lock=lock)
+        report.write(data, report.report_path(Path(plan.output)))
         frames = plan.frames
         resumed = f", {result.resumed} of {len(plan.segments)} segments resumed" \
             if result.resumed else ""
         log.info("%s → %s: %d frames in %.1fs (%.1f fps; %d frames decoded%s)", job.target.name,
                  job.output, frames, seconds, frames / max(seconds, 1e-9), result.frames_decoded,
                  resumed)
-        return RenderResult(job, frames, seconds, result.times, plan=plan, result=result)
+        return RenderResult(job, frames, seconds, result.times, plan=plan, result=result,
+                            report=data)
 
 
 def render_all(cfg: Config) -> int:

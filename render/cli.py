@@ -22,12 +22,13 @@ USAGE = """\
 usage: render [--verbose | --debug] [key=value ...]
        render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
                           | verify [dir=DIR] [NAME ...] | convert NAME fp16
+       render verify REPORT [rerender=N]   check an output against its report
        render --help [profile=P]     every key with its value in profile P (default: moderate)
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
 Without target=, renders every video and image in input_dir with input_dir/source.(jpg|png) into
-output_dir. Exit codes: 0 done, 2 usage/config, 3 bad input media, 4 model missing or corrupt,
-5 render failed, 130 interrupted.
+output_dir. Exit codes: 0 done, 1 verify found a mismatch, 2 usage/config, 3 bad input media,
+4 model missing or corrupt, 5 render failed, 130 interrupted.
 """
 
 
@@ -72,6 +73,10 @@ def run(argv: Sequence[str]) -> int:
     args = list(argv)
     if args and args[0] == "models":
         return _models_command(args[1:])
+    if args and args[0] == "verify":
+        from .verify import main as verify_main
+
+        return verify_main(args[1:])
     if "-h" in args or "--help" in args or "help" in args[:1]:
         rest = [a for a in args if a not in ("-h", "--help", "help")]
         cfg = load_config(parse_overrides(rest))

@@ -130,6 +130,15 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Mark:
+    enabled: bool = _f(True, "mark outputs as synthetic media: a metadata tag and a signed C2PA "
+                       "manifest (the report records when this is off)")
+    cert: str = _f("", "C2PA signing certificate chain (PEM, signing certificate first; default: a "
+                   "local certificate created in cache_dir/c2pa)")
+    key: str = _f("", "private key (PEM) of mark.cert")
+
+
+@dataclass(frozen=True)
 class Config:
     profile: str = _f("moderate", "profile name (profiles/NAME.yaml) or path to a YAML file")
     source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
@@ -157,6 +166,7 @@ class Config:
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)
     segment: Segment = field(default_factory=Segment)
+    mark: Mark = field(default_factory=Mark)
     #: the keys given on the command line (not a key itself): a forced value is an error where a
     #: profile's value would be adapted (e.g. the codec of a .webm output)
     explicit: frozenset = field(default=frozenset(), metadata={"internal": True})
@@ -413,6 +423,23 @@ def load_config(overrides: Mapping[str, str] | None = None,
     flat["explicit"] = frozenset(overrides)
     cfg = _build(Config, flat)
     parse_trim(cfg.trim)  # validate early
+    return cfg
+
+
+def config_from_values(values: Mapping[str, Any], explicit: Sequence[str] = ()) -> Config:
+    """The Config whose every key has the value in ``values`` (e.g. a report's ``config``), each
+    validated as if it came from a profile; ``explicit``: the keys given on the command line then."""
+    flat: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in SCHEMA:
+            raise ConfigError(unknown_key_message(name, "report config"))
+        if name == "profile":
+            flat[name] = str(value)
+            continue
+        flat[name] = _coerce(SCHEMA[name], value, "report config")
+    flat["explicit"] = frozenset(explicit)
+    cfg = _build(Config, flat)
+    parse_trim(cfg.trim)
     return cfg
 
 

@@ -291,8 +291,10 @@ class Executor:
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
                  frames_in_flight: int, progress: str = "off",
-                 on_segment: Callable[[SegmentRecord, int, int], None] | None = None) -> None:
+                 on_segment: Callable[[SegmentRecord, int, int], None] | None = None,
+                 before_commit: Callable[[Path], None] | None = None) -> None:
         self.plan = plan
+        self._before_commit = before_commit
         self.make_stage = make_stage
         self.frames_in_flight = frames_in_flight
         self.progress_mode = progress
@@ -406,9 +408,10 @@ class Executor:
         result.output_sha256 = sha256_file(Path(plan.output))
         return result
 
-    #: called with the verified temp file before it replaces the output (marks, signatures)
     def before_commit(self, tmp: Path) -> None:
-        pass
+        """The finished temp file, before it is verified and replaces the output (marks)."""
+        if self._before_commit is not None:
+            self._before_commit(tmp)
 
     # -- assembly --------------------------------------------------------------------------------
     def missing(self) -> list[SegmentPlan]:
@@ -435,8 +438,8 @@ class Executor:
         mux = list(asm.mux[:-1]) + [str(tmp)]
         try:
             run_tool(mux, what)
-            self.verify_output(tmp)
             self.before_commit(tmp)
+            self.verify_output(tmp)
             _fsync_file(tmp)
             try:
                 os.replace(tmp, out)

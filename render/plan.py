@@ -37,7 +37,7 @@ UNKEYED = frozenset({
     "profile", "source", "target", "output", "input_dir", "output_dir", "cache_dir", "progress",
     "models.dir", "models.manifest", "execution.threads", "execution.frames_in_flight",
     "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
-    "execution.trt_workspace_mb", "allow_partial",
+    "execution.trt_workspace_mb", "allow_partial", "mark.cert", "mark.key",
 })
 
 #: which video codecs each output container family may hold; the first is the family's default
@@ -120,6 +120,7 @@ class RenderPlan:
     expect: Expect | None = None
     config: Mapping[str, Any] = field(default_factory=dict)   # every key of the resolved config
     identity: Mapping[str, Any] = field(default_factory=dict)
+    explicit: tuple[str, ...] = ()    # the keys given on the command line
 
     @property
     def frames(self) -> int:
@@ -142,6 +143,7 @@ class RenderPlan:
         if data.get("expect") is not None:
             data["expect"] = Expect(**data["expect"])
         data["image_encode"] = tuple(data.get("image_encode") or ())
+        data["explicit"] = tuple(data.get("explicit") or ())
         return cls(**data)
 
 
@@ -159,10 +161,13 @@ def config_hash(values: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()
 
 
-def job_key(cfg: Config, identity: Identity) -> str:
-    """SHA-256 over everything that changes the output's bytes (and nothing that does not)."""
+def job_key(cfg: Config, identity: Identity, encode: Mapping[str, Any] | None = None) -> str:
+    """SHA-256 over everything that changes the output's bytes (and nothing that does not):
+    the config's keyed values, the encoder settings resolved for the output's container, the
+    identity of the inputs, models and versions."""
     keyed = {k: v for k, v in config_values(cfg).items() if k not in UNKEYED}
-    payload = {"schema": PLAN_SCHEMA, "config": keyed, "identity": asdict(identity)}
+    payload = {"schema": PLAN_SCHEMA, "config": keyed, "identity": asdict(identity),
+               "encode": dict(encode or {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -275,11 +280,11 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
                 metadata: Sequence[tuple[str, str]] = ()) -> RenderPlan:
     """The plan of rendering ``target`` with the face of ``source`` into ``output``."""
-    key = job_key(cfg, identity)
-    work = work_dir_for(output, key)
     values = config_values(cfg)
     ident = asdict(identity)
     if info.is_image:
+        key = job_key(cfg, identity)
+        work = work_dir_for(output, key)
         width, height = info.width, info.height
         decode = ffargs.decode_args(info, legacy_vsync=legacy_vsync)
         image = ffargs.image_encode_args(output, width=width, height=height)
@@ -288,12 +293,17 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                           source=str(source), output=str(output), work_dir=str(work), start=0, end=1,
                           total=1, partial=False, fps=str(info.fps), cfr=True, width=width,
                           height=height, scale_height=None, encode={}, segments=(seg,),
-                          assembly=None, image_encode=tuple(image), config=values, identity=ident)
+                          assembly=None, image_encode=tuple(image), config=values, identity=ident,
+                          explicit=tuple(sorted(cfg.explicit)))
 
     start, end, partial = frame_range(cfg, info, times)
     scale_height = cfg.preview_height if cfg.preview and info.height > cfg.preview_height else None
     width, height = ffargs.decoded_size(info, scale_height)
     video, family = encode_settings(cfg, output)
+    enc = asdict(video)
+    enc["extra"] = list(video.extra)
+    key = job_key(cfg, identity, enc)
+    work = work_dir_for(output, key)
     fps = Fraction(info.fps)
     seg_ext = ffargs.SEGMENT_MUXERS[family][1]
     length = max(1, round(cfg.segment.seconds * float(fps)))
@@ -346,11 +356,9 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
             max((a.duration or 0.0) for a in info.audio) or None
     expect = Expect(frames=n, duration=round(span, 6), frame_interval=1 / float(fps),
                     audio=len(info.audio), audio_duration=audio_duration)
-    enc = asdict(video)
-    enc["extra"] = list(video.extra)
     return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="video", target=str(target),
                       source=str(source), output=str(output), work_dir=str(work), start=start,
                       end=end, total=times.count, partial=partial, fps=str(fps), cfr=times.cfr,
                       width=width, height=height, scale_height=scale_height, encode=enc,
                       segments=tuple(segments), assembly=assembly, expect=expect, config=values,
-                      identity=ident)
+                      identity=ident, explicit=tuple(sorted(cfg.explicit)))

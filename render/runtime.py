@@ -204,6 +204,8 @@ class LazySession:
         self._create = create
         self._session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
+        #: the execution providers the session actually got (None until it was created)
+        self.providers: list[str] | None = None
 
     @property
     def session(self) -> ort.InferenceSession:
@@ -211,6 +213,7 @@ class LazySession:
             with self._lock:
                 if self._session is None:
                     self._session = self._create()
+                    self.providers = list(self._session.get_providers())
         return self._session
 
     @property

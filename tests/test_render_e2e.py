@@ -42,7 +42,8 @@ def test_video_render_end_to_end(workdir, standin_models, clip):
     r = run_cli("profile=low", f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
                 f"output={out}", "select.mode=many", *model_args(standin_models, workdir / "cache"))
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in out.parent.iterdir()) == ["clip.mp4"]   # no temp files left
+    # no temp files left: the output and its report
+    assert sorted(p.name for p in out.parent.iterdir()) == ["clip.mp4", "clip.mp4.report.json"]
     src, dst = mf.probe_counts(clip.path), mf.probe_counts(out)
     assert dst.frames == src.frames == clip.frame_count
     assert dst.fps == src.fps and (dst.width, dst.height) == (1280, 720)
@@ -120,7 +121,8 @@ def test_folder_mode_renders_everything_in_input_dir(workdir, standin_models):
     r = run_cli("profile=low", f"input_dir={workdir / 'in'}", f"output_dir={workdir / 'out'}",
                 *model_args(standin_models, workdir / "cache"))
     assert r.returncode == 0, r.stderr
-    assert sorted(p.name for p in (workdir / "out").iterdir()) == ["a.mp4", "b.jpg"]
+    assert sorted(p.name for p in (workdir / "out").iterdir()) == [
+        "a.mp4", "a.mp4.report.json", "b.jpg", "b.jpg.report.json"]
 
 
 def test_source_embedding_is_cached_on_disk(workdir, standin_models):

@@ -104,7 +104,8 @@ def test_kill_9_then_resume_gives_the_uninterrupted_bytes(workdir, standin_model
     assert total == 6 and resumed >= 2 and decoded < clip.frame_count
     assert "resuming: " in r.stderr and "segments done" in r.stderr
     assert sha(out) == reference
-    assert visible(workdir / "out") == ["clip.mp4"] and work_dirs(workdir / "out") == []
+    assert visible(workdir / "out") == ["clip.mp4", "clip.mp4.report.json"]
+    assert work_dirs(workdir / "out") == []
 
 
 def test_damaged_segment_is_rendered_again(workdir, standin_models, clip, reference):

@@ -1,0 +1,240 @@
+"""The report beside every output: what made it, checkable by ``render verify``.
+
+``<output>.report.json`` (schema :data:`SCHEMA`) is written atomically after the output is in place.
+A failed or interrupted render writes its report into the work folder instead (status and the
+one-line error), never beside the output where it could pass for a finished one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import socket
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import __version__
+from .execute import ExecResult, sha256_file, write_atomic
+from .media.probe import MediaInfo, probe
+from .plan import RenderPlan, config_hash
+
+SCHEMA = 1
+SUFFIX = ".report.json"
+FAILED_NAME = "report.json"
+
+
+def report_path(output: Path) -> Path:
+    return output.with_name(output.name + SUFFIX)
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds")
+
+
+# -- the installation -------------------------------------------------------------------------------
+def installation() -> dict[str, Any]:
+    """Versions of this installation and, inside the image, its build identity."""
+    import cv2
+    import numpy as np
+    import onnxruntime as ort
+
+    from .media.probe import ffmpeg_version_line, mkvmerge_version
+    from .runtime import tensorrt_version
+
+    env = os.environ
+    image = None
+    if env.get("RENDER_IMAGE_VERSION"):
+        image = {"version": env.get("RENDER_IMAGE_VERSION"), "revision": env.get("RENDER_IMAGE_REVISION"),
+                 "base": env.get("RENDER_IMAGE_BASE"),
+                 "onnxruntime_package": env.get("RENDER_IMAGE_ORT_PACKAGE")}
+    trt = tensorrt_version()
+    return {
+        "render": __version__,
+        "image": image,
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "onnxruntime_providers": ort.get_available_providers(),
+        "tensorrt": None if trt == "none" else trt,
+        "cuda": env.get("CUDA_VERSION") or None,          # set by the nvidia/cuda base images
+        "cudnn": env.get("NV_CUDNN_VERSION") or env.get("CUDNN_VERSION") or None,
+        "ffmpeg": ffmpeg_version_line() or None,
+        "mkvmerge": mkvmerge_version() or None,
+        "opencv": cv2.__version__,
+        "numpy": np.__version__,
+        "host": socket.gethostname(),
+    }
+
+
+def media_summary(info: MediaInfo, path: Path, sha256: str | None = None, frames: int | None = None
+                  ) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        "sha256": sha256 or sha256_file(path),
+        "bytes": path.stat().st_size,
+        "kind": info.kind,
+        "width": info.width,
+        "height": info.height,
+        "fps": str(info.fps),
+        "frames": frames if frames is not None else info.frame_count,
+        "duration": info.duration,
+        "audio": [{"codec": a.codec, "channels": a.channels, "sample_rate": a.sample_rate,
+                   "duration": a.duration} for a in info.audio],
+    }
+
+
+# -- what a render used -----------------------------------------------------------------------------
+class PeakMemory:
+    """Peak RSS of the renderer and its children, and peak GPU memory where NVML answers (sampled
+    every ``interval`` s on a daemon thread; None when there is no NVML — never a made-up number)."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self.interval = interval
+        self.gpu_bytes: int | None = None
+        self._stop = threading.Event()
+        self._nvml = _nvml_handles()
+        self._thread: threading.Thread | None = None
+        if self._nvml:
+            self._thread = threading.Thread(target=self._run, name="render-nvml", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        nvml, handles = self._nvml
+        pid = os.getpid()
+        while not self._stop.wait(self.interval):
+            used = 0
+            for h in handles:
+                try:
+                    for p in nvml.nvmlDeviceGetComputeRunningProcesses(h):
+                        if p.pid == pid and p.usedGpuMemory:
+                            used += int(p.usedGpuMemory)
+                except Exception:  # noqa: BLE001 - NVML errors only cost the figure
+                    continue
+            if used and (self.gpu_bytes is None or used > self.gpu_bytes):
+                self.gpu_bytes = used
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        return {"rss_bytes": {"renderer": own, "largest_child": child},
+                "gpu_bytes": self.gpu_bytes,
+                "gpu_source": "nvml" if self._nvml else None}
+
+
+def _nvml_handles():
+    try:
+        import pynvml  # type: ignore[import-not-found]
+
+        pynvml.nvmlInit()
+        n = pynvml.nvmlDeviceGetCount()
+        return pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+    except Exception:  # noqa: BLE001 - no NVML: no GPU figure
+        return None
+
+
+def model_records(models) -> list[dict[str, Any]]:
+    """Each model the config names: file, SHA-256 and the providers its session got."""
+    rows = []
+    for role, entry, wrapper in (("detect", models.detector_entry, models.detector),
+                                 ("embed", models.embedder_entry, models.embedder),
+                                 ("swap", models.swapper_entry, models.swapper),
+                                 ("enhance", models.enhancer_entry, models.enhancer)):
+        if entry is None:
+            continue
+        rows.append({"role": role, "name": entry.name, "file": str(models.store.path(entry)),
+                     "sha256": entry.sha256, "precision": entry.precision,
+                     "providers": wrapper.lazy.providers})
+    return rows
+
+
+# -- the report ---------------------------------------------------------------------------------------
+def build(*, plan: RenderPlan, result: ExecResult | None, models, target_info: MediaInfo,
+          started: float, ended: float, memory: Mapping[str, Any], marks: Mapping[str, Any],
+          status: str = "done", error: str | None = None, job: Mapping[str, Any] | None = None,
+          lock: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    ident = plan.identity
+    output = Path(plan.output)
+    out: dict[str, Any] | None = None
+    if status == "done" and output.exists():
+        info = probe(output)
+        out = media_summary(info, output, result.output_sha256 if result else None,
+                            frames=plan.frames)
+    times = result.times if result is not None else None
+    frames = plan.frames
+    seconds = ended - started
+    segments = [{"index": r.index, "frames": [r.start, r.end], "sha256": r.sha256,
+                 "bytes": r.bytes, "seconds": r.seconds,
+                 "state": "resumed" if r.resumed else "rendered", "host": r.host}
+                for r in (result.segments if result else [])]
+    faces = sum(r.faces for r in result.segments) if result else 0
+    touched = sum(r.frames_touched for r in result.segments) if result else 0
+    report = {
+        "schema": SCHEMA,
+        "status": status,
+        "error": error,
+        "installation": installation(),
+        "job_key": plan.key,
+        "config": dict(plan.config),
+        "config_hash": config_hash(plan.config),
+        "config_explicit": list(plan.explicit),
+        "versions": dict(ident.get("versions", {})),
+        "models": model_records(models),
+        "target": media_summary(target_info, Path(plan.target), ident.get("target_sha256"),
+                                frames=plan.total),
+        "source": {"path": plan.source, "sha256": ident.get("source_sha256")},
+        "reference": ({"path": plan.config.get("select.reference") or plan.source,
+                       "sha256": ident.get("reference_sha256")}
+                      if ident.get("reference_sha256") else None),
+        "output": out,
+        "plan": {"frames": [plan.start, plan.end], "total": plan.total, "partial": plan.partial,
+                 "cfr": plan.cfr, "size": [plan.width, plan.height], "encode": dict(plan.encode),
+                 "segments": len(plan.segments)},
+        "segments": segments,
+        "timing": {
+            "started": iso(started), "ended": iso(ended), "seconds": round(seconds, 3),
+            "fps": round(frames / seconds, 3) if seconds > 0 and status == "done" else None,
+            "frames_decoded": result.frames_decoded if result else 0,
+            "stage_ms_per_frame": ({k: round(v, 3) for k, v in times.ms_per_frame().items()}
+                                   if times is not None and times.frames else None),
+        },
+        "memory": dict(memory),
+        "synthetic": True,
+        "swapped": {"faces": faces, "frames_touched": touched, "frames": frames},
+        "marks": dict(marks),
+        "job": dict(job) if job else None,
+        "lock": dict(lock) if lock else None,
+    }
+    return report
+
+
+def write(report: Mapping[str, Any], path: Path) -> Path:
+    write_atomic(path, (json.dumps(report, indent=1, sort_keys=True) + "\n").encode())
+    return path
+
+
+def load(path: Path) -> dict[str, Any]:
+    from .errors import UsageError
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"report not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read report {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise UsageError(f"{path} is not a render report (schema {SCHEMA})")
+    return data
+
+
+def now() -> float:
+    return time.time()
+
+
