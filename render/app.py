@@ -4,10 +4,12 @@ The app layer: it knows files, models and the pipeline, and wires them with the 
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -28,6 +30,7 @@ from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
 from .execute import ExecResult, Executor
+from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line, frame_times, \
     mkvmerge_version, probe
 from .models.manifest import ModelEntry, load_manifest
@@ -61,6 +64,10 @@ class RenderResult:
     plan: RenderPlan | None = None
     result: ExecResult | None = None
     report: dict | None = None
+
+    @property
+    def report_path(self) -> Path | None:
+        return report.report_path(Path(self.plan.output)) if self.plan is not None else None
 
 
 # -- planning -------------------------------------------------------------------------------------
@@ -365,14 +372,35 @@ class Renderer:
                              "deterministic": getattr(signed, "deterministic", None)}
         return mark
 
-    def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None) -> Executor:
+    def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
+                 stop: Callable[[], str | None] | None = None,
+                 on_segment: Callable | None = None) -> Executor:
         return Executor(plan, lambda times: self.make_stage(job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress,
-                        before_commit=self.marker(plan, marks if marks is not None else {}))
+                        before_commit=self.marker(plan, marks if marks is not None else {}),
+                        stop=stop, on_segment=on_segment)
+
+    def up_to_date(self, job: Job) -> bool:
+        """The output exists, is what its report says, and the report has this render's key."""
+        out = job.output
+        rep = report.report_path(out.absolute())
+        if not out.is_file() or not rep.is_file():
+            return False
+        try:
+            data = json.loads(rep.read_text())
+            recorded_key = data["job_key"]
+            recorded_sha = data["output"]["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if data.get("status") != "done":
+            return False
+        plan = self.plan(job)
+        return plan.key == recorded_key and hash_file(out) == recorded_sha
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
-               lock: Mapping[str, Any] | None = None) -> RenderResult:
+               lock: Mapping[str, Any] | None = None, stop: Callable[[], str | None] | None = None,
+               on_segment: Callable | None = None) -> RenderResult:
         """Plan, execute, and write the report beside the output (into the work folder when the
         render fails or is interrupted)."""
         started, t0 = report.now(), time.perf_counter()
@@ -381,7 +409,7 @@ class Renderer:
         marks: dict = {}
         try:
             plan, info = self.prepare(job)
-            result = self.executor(job, plan, marks).run()
+            result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run()
         except BaseException as exc:
             usage = memory.stop()
             if plan is not None and info is not None and Path(plan.work_dir).is_dir():
@@ -414,22 +442,93 @@ class Renderer:
                             report=data)
 
 
-def render_all(cfg: Config) -> int:
-    """Render every planned job; a bad target doesn't stop the others but makes the exit non-zero."""
+@dataclass
+class Batch:
+    """What :func:`render_all` did: rendered, up to date (skipped), failed (job, error)."""
+
+    rendered: list[RenderResult] = field(default_factory=list)
+    skipped: list[Job] = field(default_factory=list)
+    failed: list[tuple[Job, RenderError]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = [f"{len(self.rendered)} rendered"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} up to date")
+        text = ", ".join(parts)
+        if self.failed:
+            text += f", {len(self.failed)} failed: " + "; ".join(
+                f"{job.target.name} — {exc}" for job, exc in self.failed)
+        return text
+
+
+class BatchFailed(RenderError):
+    """Some targets of a folder failed (the others were rendered)."""
+
+    def __init__(self, batch: Batch) -> None:
+        super().__init__(batch.summary())
+        self.batch = batch
+        self.exit_code = batch.failed[0][1].exit_code
+
+
+@contextmanager
+def device_lock(cfg: Config, owner: Mapping[str, Any],
+                on_wait: Callable[[str], None] | None = None):
+    """The render lock of the device this config renders on (a GPU by its UUID, else ``cpu``),
+    held for the whole block; None where no lock is taken (``lock.device=none``, or under Slurm,
+    whose scheduler hands out the GPUs)."""
+    if cfg.lock.device == "none" or not lock_needed():
+        yield None
+        return
+    device = detect_device(cfg.execution.providers, fake=cfg.lock.device)
+    held = DeviceLock(cfg.lock_path, device, cfg.lock.slots, owner=owner,
+                      timeout=cfg.lock.timeout or None,
+                      on_wait=lambda line: (log.warning("%s", line),
+                                            on_wait(line) if on_wait else None))
+    with held:
+        yield held
+
+
+def lock_record(held: DeviceLock | None) -> dict | None:
+    if held is None:
+        return None
+    return {"device": held.device.label, "device_id": held.device.id, "slot": held.slot,
+            "acquired": report.iso(held.acquired_at), "acquired_ts": held.acquired_at,
+            "waited_s": round(held.waited_s, 3)}
+
+
+def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
+               stop: Callable[[], str | None] | None = None,
+               on_segment: Callable[[Job, Any, int, int], None] | None = None,
+               on_wait: Callable[[str], None] | None = None) -> Batch:
+    """Render every planned job under the device lock. In folder mode a failing target does not
+    stop the others: the batch goes on and ends with a summary ("9 rendered, 1 failed: clip7.mov —
+    reason"), raised as :class:`BatchFailed` when any failed. Outputs that are complete and whose
+    report has this render's job key are skipped (``skip_done``)."""
     jobs = plan_jobs(cfg)
-    renderer = Renderer(cfg)
-    # every job shares the source: a source without a face fails once, before any target
-    renderer.source_embedding(jobs[0].source)
-    failures: list[RenderError] = []
-    for job in jobs:
-        try:
-            renderer.render(job)
-        except (MediaError, UsageError) as exc:
-            if len(jobs) == 1:
-                raise
-            log.error("%s: %s", job.target.name, exc)
-            failures.append(exc)
-    if failures:
-        raise failures[0].__class__(f"{len(failures)} of {len(jobs)} targets failed; first: "
-                                    f"{failures[0]}")
-    return 0
+    owner = {"job": (meta or {}).get("job") or f"cli-{os.getpid()}",
+             "target": jobs[0].target.name if len(jobs) == 1 else str(jobs[0].target.parent)}
+    batch = Batch()
+    with device_lock(cfg, owner, on_wait) as held:
+        renderer = Renderer(cfg)
+        # every job shares the source: a source without a face fails once, before any target
+        renderer.source_embedding(jobs[0].source)
+        for job in jobs:
+            try:
+                if cfg.skip_done and renderer.up_to_date(job):
+                    log.info("%s: up to date (%s), skipped", job.target.name, job.output.name)
+                    batch.skipped.append(job)
+                    continue
+                hook = (lambda rec, done, total, job=job: on_segment(job, rec, done, total)) \
+                    if on_segment is not None else None
+                batch.rendered.append(renderer.render(job, meta=meta, lock=lock_record(held),
+                                                      stop=stop, on_segment=hook))
+            except (MediaError, UsageError, RenderFailed) as exc:
+                if len(jobs) == 1:
+                    raise
+                log.error("%s: %s", job.target.name, exc)
+                batch.failed.append((job, exc))
+    if batch.failed:
+        raise BatchFailed(batch)
+    if len(jobs) > 1:
+        log.info("%s", batch.summary())
+    return batch

@@ -23,6 +23,9 @@ usage: render [--verbose | --debug] [key=value ...]
        render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
                           | verify [dir=DIR] [NAME ...] | convert NAME fp16
        render verify REPORT [rerender=N]   check an output against its report
+       render submit JOBFILE | key=value ...  queue a job (prints its id)
+       render work [follow=true]      run the queued jobs under the device lock
+       render jobs [list | retry ID | cancel ID | remove ID | show ID | clean older=7d]
        render --help [profile=P]     every key with its value in profile P (default: moderate)
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
@@ -73,6 +76,11 @@ def run(argv: Sequence[str]) -> int:
     args = list(argv)
     if args and args[0] == "models":
         return _models_command(args[1:])
+    if args and args[0] in ("submit", "work", "jobs"):
+        from . import work
+
+        return {"submit": work.submit_main, "work": work.work_main,
+                "jobs": work.jobs_main}[args[0]](args[1:])
     if args and args[0] == "verify":
         from .verify import main as verify_main
 
@@ -92,7 +100,8 @@ def run(argv: Sequence[str]) -> int:
     from .app import render_all
 
     cfg = load_config(parse_overrides(args))
-    return render_all(cfg)
+    render_all(cfg)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

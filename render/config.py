@@ -139,6 +139,15 @@ class Mark:
 
 
 @dataclass(frozen=True)
+class Lock:
+    slots: int = _f(1, "renders one device may run at once (one lock file per slot)", min=1, max=64)
+    timeout: float = _f(0.0, "seconds to wait for the device lock before giving up (0 = wait as "
+                        "long as it takes)", min=0.0)
+    device: str = _f("", "lock this device name instead of the detected GPU (or cpu); 'none' "
+                     "takes no lock")
+
+
+@dataclass(frozen=True)
 class Config:
     profile: str = _f("moderate", "profile name (profiles/NAME.yaml) or path to a YAML file")
     source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
@@ -152,6 +161,12 @@ class Config:
     preview_height: int = _f(720, "output height when preview=true", min=64, max=4320, multiple=2)
     trim: str = _f("", "render only START-END: seconds (12.5-20) or frames with an f (300f-500f)")
     progress: str = _f("auto", "progress display", choices=("auto", "bar", "lines", "off"))
+    lock_dir: str = _f("", "folder of the device locks, shared by every render on this machine "
+                       "(default: cache_dir/locks)", env="RENDER_LOCK_DIR")
+    spool_dir: str = _f("", "job spool of render submit / render work (default: cache_dir/jobs)",
+                        env="RENDER_SPOOL_DIR")
+    skip_done: bool = _f(True, "skip a target whose output is complete and whose report has this "
+                         "render's job key (idempotent re-runs)")
     allow_partial: bool = _f(False, "render the readable part of a truncated target instead of "
                              "failing (the output is shorter, and says so)")
     source_face: int = _f(0, "which face of the source image to use when it has several: 0 = the "
@@ -167,6 +182,7 @@ class Config:
     encode: Encode = field(default_factory=Encode)
     segment: Segment = field(default_factory=Segment)
     mark: Mark = field(default_factory=Mark)
+    lock: Lock = field(default_factory=Lock)
     #: the keys given on the command line (not a key itself): a forced value is an error where a
     #: profile's value would be adapted (e.g. the codec of a .webm output)
     explicit: frozenset = field(default=frozenset(), metadata={"internal": True})
@@ -181,6 +197,14 @@ class Config:
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser() if self.cache_dir else \
             Path("~/.cache/render").expanduser()
+
+    @property
+    def lock_path(self) -> Path:
+        return Path(self.lock_dir).expanduser() if self.lock_dir else self.cache_path / "locks"
+
+    @property
+    def spool_path(self) -> Path:
+        return Path(self.spool_dir).expanduser() if self.spool_dir else self.cache_path / "jobs"
 
     def get(self, key: str) -> Any:
         node: Any = self

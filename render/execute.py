@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from .errors import MediaError, RenderFailed, UsageError
+from .errors import Interrupted, MediaError, RenderFailed, UsageError
 from .media import args as ffargs
 from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
@@ -86,6 +86,11 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class Stopped(Interrupted):
+    """A worker asked the render to stop between two segments (SIGTERM, a cancelled job); the
+    committed segments stay for a resume."""
 
 
 @dataclass
@@ -291,10 +296,12 @@ class Executor:
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
                  frames_in_flight: int, progress: str = "off",
-                 on_segment: Callable[[SegmentRecord, int, int], None] | None = None,
-                 before_commit: Callable[[Path], None] | None = None) -> None:
+                 on_segment: Callable[[SegmentRecord | None, int, int], None] | None = None,
+                 before_commit: Callable[[Path], None] | None = None,
+                 stop: Callable[[], str | None] | None = None) -> None:
         self.plan = plan
         self._before_commit = before_commit
+        self.stop = stop
         self.make_stage = make_stage
         self.frames_in_flight = frames_in_flight
         self.progress_mode = progress
@@ -331,8 +338,13 @@ class Executor:
                     progress.note(note)
                 else:
                     log.info("%s: %s", Path(plan.output).name, note)
+            if self.on_segment is not None:
+                self.on_segment(None, done_before, len(wanted))
             try:
                 for seg in todo:
+                    reason = self.stop() if self.stop is not None else None
+                    if reason:
+                        raise Stopped(reason)
                     rec, n = self._segment(seg, times, progress)
                     decoded += n
                     records[seg.index] = rec

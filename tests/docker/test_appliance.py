@@ -104,9 +104,18 @@ def project(tmp_path, image):
         os.chown(d / "out", dockerlib.CONTAINER_UID, dockerlib.CONTAINER_UID)
     else:
         os.chmod(d / "out", 0o777)
+    # the host's shared lock folder, as `make folders` creates /var/lock/render
+    (d / "locks").mkdir()
+    os.chmod(d / "locks", 0o1777)
+    (d / "jobs").mkdir()
+    if os.geteuid() == 0:
+        os.chown(d / "jobs", dockerlib.CONTAINER_UID, dockerlib.CONTAINER_UID)
+    else:
+        os.chmod(d / "jobs", 0o777)
     name = f"rdt{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RENDER_", "COMPOSE_"))}
-    env.update(COMPOSE_PROJECT_NAME=name, RENDER_CPU_IMAGE=dockerlib.TEST_IMAGE)
+    env.update(COMPOSE_PROJECT_NAME=name, RENDER_CPU_IMAGE=dockerlib.TEST_IMAGE,
+               RENDER_LOCK_HOST_DIR=str(d / "locks"))
     containers: list[str] = []
 
     def compose(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -115,7 +124,7 @@ def project(tmp_path, image):
                               stdin=subprocess.DEVNULL)
 
     def run(*args: str, entrypoint: str | None = None, keep: bool = False,
-            timeout: float = 300) -> tuple[subprocess.CompletedProcess, str]:
+            timeout: float = 300, service: str = SERVICE) -> tuple[subprocess.CompletedProcess, str]:
         cname = f"{name}-{len(containers)}"
         opts = ["run", "-T", "--name", cname]
         if not keep:
@@ -123,7 +132,7 @@ def project(tmp_path, image):
         if entrypoint:
             opts += ["--entrypoint", entrypoint]
         containers.append(cname)
-        return compose(*opts, SERVICE, *args, timeout=timeout), cname
+        return compose(*opts, service, *args, timeout=timeout), cname
 
     yield {"dir": d, "run": run, "compose": compose, "name": name}
 
@@ -198,7 +207,13 @@ def test_compose_run_renders_the_input_folder(project):
     assert r.returncode == 0, r.stdout + r.stderr
     dockerlib.REPORT.append(f"compose run {SERVICE} profile=low (1 s clip + 1 image): {took:.1f} s")
     assert "frame" in r.stderr and "fps" in r.stderr, r.stderr            # progress was printed
-    assert sorted(p.name for p in (d / "out").iterdir()) == ["clip.mp4", "photo.jpg"]
+    assert sorted(p.name for p in (d / "out").iterdir()) == [
+        "clip.mp4", "clip.mp4.report.json", "photo.jpg", "photo.jpg.report.json"]
+    report = json.loads((d / "out" / "clip.mp4.report.json").read_text())
+    assert report["installation"]["image"]["base"] == dockerlib.BASE_IMAGE
+    assert report["lock"]["device"] == "cpu"       # the CPU service locks the cpu device
+    assert report["marks"]["c2pa"]["signed"] is True
+    assert sorted(p.name for p in (d / "locks").iterdir()) == ["cpu-0.lock"]
 
     # the output checks of the renderer itself
     src, dst = mf.probe_counts(clip.path), mf.probe_counts(d / "out" / "clip.mp4")
@@ -251,7 +266,8 @@ print(json.dumps({
     "uid": os.getuid(), "gid": os.getgid(), "euid": os.geteuid(),
     "interfaces": sorted(os.listdir("/sys/class/net")),
     "paths": {p: writable(p) for p in ("/", "/opt/render/models", "/opt/render/app", "/data/in",
-                                       "/data/out", "/cache", "/tmp")},
+                                       "/data/out", "/data/jobs", "/var/lock/render", "/cache",
+                                       "/tmp")},
 }))
 """
 
@@ -266,7 +282,7 @@ def test_container_is_locked_down(project):
     paths = facts["paths"]
     for ro in ("/", "/opt/render/models", "/opt/render/app", "/data/in"):
         assert paths[ro] == "Read-only file system", (ro, paths[ro])
-    for rw in ("/data/out", "/cache", "/tmp"):
+    for rw in ("/data/out", "/data/jobs", "/var/lock/render", "/cache", "/tmp"):
         assert paths[rw] == "yes", (rw, paths[rw])
     assert sorted(p.name for p in (project["dir"] / "in").iterdir()) == ["source.jpg"]
 
@@ -288,3 +304,25 @@ def test_missing_source_or_nothing_to_render_fails_with_one_clear_line(project):
     line = error_line(project["run"]("profile=low")[0])              # a face but nothing to render
     assert "nothing to render" in line, line
     assert list((d / "out").iterdir()) == []
+
+
+def test_queue_service_renders_submitted_jobs(project):
+    """Two jobs submitted through the appliance, rendered by the queue service's worker."""
+    d = project["dir"]
+    mf.make_source_image(d / "in" / "source.jpg")
+    for name in ("a.mp4", "b.mp4"):
+        mf.make_clip(d / "in" / name, width=320, height=240, seconds=0.6, audio=True)
+    ids = []
+    for name in ("a.mp4", "b.mp4"):
+        r, _ = project["run"]("submit", "profile=low", "source=/data/in/source.jpg",
+                              f"target=/data/in/{name}", f"output=/data/out/{name}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        ids.append(r.stdout.strip().splitlines()[-1])
+    # the queue service's worker, once (no follow): it renders both jobs and exits
+    r, _ = project["run"]("work", service="render-queue-cpu", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.stem for p in (d / "jobs" / "done").iterdir()) == sorted(ids)
+    for name in ("a.mp4", "b.mp4"):
+        assert mf.probe_counts(d / "out" / name).frames == 15
+    r, _ = project["run"]("jobs")
+    assert all(f"{i}  done" in r.stdout for i in ids), r.stdout

@@ -1,0 +1,359 @@
+"""``render submit``, ``render work`` and ``render jobs``: batch renders on a shared box.
+
+- ``render submit JOBFILE`` or ``render submit key=value ...`` validates the job and queues it in
+  the spool (``spool_dir``), printing its id.
+- ``render work [follow=true]`` takes queued jobs in order (priority, then oldest first), renders
+  each under the device lock, and moves it to done or failed with its report paths or the one-line
+  error. A job left in ``running/`` by a worker that died is taken first and resumes from its
+  committed segments. SIGTERM finishes the current segment and requeues the job; a cancelled job
+  stops within one segment.
+- ``render jobs`` lists the jobs; ``render jobs retry|cancel|remove ID``; ``render jobs clean older=7d``.
+
+A job file (YAML)::
+
+    source: face.jpg
+    target: clips/            # a file, a folder, or `targets: [a.mp4, b.mov]`
+    output_dir: out/          # or `output: out/clip.mp4` for a single target
+    profile: low
+    overrides: {detect.size: 640}
+    priority: 0
+
+Relative paths are taken from the job file's folder (from the current folder for key=value).
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Mapping, Sequence
+
+import yaml
+
+from .config import SCHEMA, load_config, parse_overrides
+from .errors import Interrupted, RenderError, UsageError
+from .execute import Stopped
+from .spool import Spool, parse_age
+
+log = logging.getLogger(__name__)
+
+PATH_KEYS = ("source", "target", "output", "output_dir", "input_dir", "select.reference",
+             "models.dir", "cache_dir", "lock_dir", "mark.cert", "mark.key")
+#: keys that belong to the worker's machine, not to a job: the worker's own values are used
+WORKER_KEYS = ("spool_dir",)
+POLL_S = 1.0
+
+
+def _absolute(settings: dict[str, str], base: Path) -> dict[str, str]:
+    out = dict(settings)
+    for key in PATH_KEYS:
+        if out.get(key):
+            out[key] = str((base / Path(out[key]).expanduser()).resolve())
+    return out
+
+
+def read_job_file(path: Path) -> tuple[dict[str, str], list[str], int]:
+    """(settings, targets, priority) of a job file; UsageError naming the file when it is bad."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"job file not found: {path}") from None
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"job file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"job file {path}: expected a mapping (source, target, output, profile, "
+                         f"overrides)")
+    data = dict(data)
+    overrides = data.pop("overrides", None) or {}
+    targets = data.pop("targets", None)
+    priority = data.pop("priority", 0)
+    if not isinstance(overrides, dict):
+        raise UsageError(f"job file {path}: overrides must be a mapping of key: value")
+    settings = {str(k): _text(v) for k, v in data.items()}
+    settings.update({str(k): _text(v) for k, v in overrides.items()})
+    base = path.parent
+    if targets is not None:
+        if not isinstance(targets, list) or not targets:
+            raise UsageError(f"job file {path}: targets must be a list of files")
+        targets = [str((base / Path(str(t)).expanduser()).resolve()) for t in targets]
+    try:
+        priority = int(priority)
+    except (TypeError, ValueError):
+        raise UsageError(f"job file {path}: priority must be a whole number") from None
+    return _absolute(settings, base), targets or [], priority
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def validate(settings: Mapping[str, str], targets: Sequence[str]) -> None:
+    """Fail at submit time, with the renderer's own messages, for what would fail the job."""
+    unknown = [k for k in settings if k not in SCHEMA]
+    if unknown:
+        parse_overrides([f"{k}=" for k in unknown])      # raises the nearest-key message
+    cfg = load_config(dict(settings))
+    if targets and cfg.output:
+        if len(targets) > 1:
+            raise UsageError("a job with several targets needs output_dir=, not output=")
+    if not targets and not cfg.target and not cfg.input_dir:
+        raise UsageError("a job needs a target (target=, targets: or input_dir=)")
+    if not cfg.output and not cfg.output_dir:
+        raise UsageError("a job needs output= or output_dir=")
+    for t in list(targets) + ([cfg.target] if cfg.target else []):
+        if not Path(t).exists():
+            raise UsageError(f"target not found: {t}")
+    if cfg.source and not Path(cfg.source).is_file():
+        raise UsageError(f"source image not found: {cfg.source}")
+
+
+# -- submit ---------------------------------------------------------------------------------------
+def submit_main(args: Sequence[str], stream: IO[str] | None = None) -> int:
+    stream = stream or sys.stdout
+    files = [a for a in args if "=" not in a]
+    pairs = [a for a in args if "=" in a]
+    prio = [a.split("=", 1)[1] for a in pairs if a.split("=", 1)[0] == "priority"]
+    keys = parse_overrides([a for a in pairs if a.split("=", 1)[0] != "priority"])
+    try:
+        priority = int(prio[-1]) if prio else 0
+    except ValueError:
+        raise UsageError("priority must be a whole number") from None
+    if len(files) > 1:
+        raise UsageError("usage: render submit JOBFILE | key=value ...")
+    if files:
+        settings, targets, file_priority = read_job_file(Path(files[0]))
+        settings.update(_absolute(keys, Path.cwd()))
+        priority = priority if prio else file_priority
+    else:
+        settings, targets = _absolute(keys, Path.cwd()), []
+    spool_key = settings.pop("spool_dir", None)
+    validate(settings, targets)
+    spool_dir = load_config({"spool_dir": spool_key} if spool_key else {}).spool_path
+    job_id = Spool(spool_dir).submit(settings, priority=priority,
+                                     meta={"targets": targets} if targets else None)
+    stream.write(job_id + "\n")
+    return 0
+
+
+# -- work -----------------------------------------------------------------------------------------
+class Worker:
+    """Runs jobs from one spool until it is empty (or forever with ``follow``)."""
+
+    def __init__(self, spool: Spool, defaults: Mapping[str, str], *, follow: bool = False) -> None:
+        self.spool = spool
+        self.defaults = dict(defaults)
+        self.follow = follow
+        self.terminating = False
+        self.rendering = False
+
+    def on_sigterm(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        """Between segments: finish the segment, then requeue. Before any segment started (e.g.
+        waiting for the GPU): stop at once."""
+        self.terminating = True
+        if not self.rendering:
+            raise Interrupted("terminated")
+
+    def run(self) -> int:
+        self.spool.ensure()
+        ran = 0
+        while not self.terminating:
+            for bad in [j for j in self.spool.jobs(("queued",)) if j.spec is None]:
+                log.error("job %s: %s", bad.id, bad.error)
+                self.spool.fail_unreadable(bad)
+            claim = self.spool.claim()
+            if claim is None:
+                if not self.follow:
+                    break
+                time.sleep(POLL_S)
+                continue
+            ran += 1
+            self.run_job(claim)
+        return ran
+
+    def run_job(self, claim) -> None:
+        from .app import BatchFailed, render_all
+
+        job = claim.job
+        if job.spec is None:
+            self.spool.finish(claim, "failed", {"error": job.error})
+            return
+        started = time.monotonic()
+        targets = list((job.spec.get("meta") or {}).get("targets") or [])
+        settings = {**self.defaults, **job.settings}
+        meta = {"job": job.id, "owner": job.owner, "submitted": job.submitted,
+                **{k: v for k, v in (job.spec.get("meta") or {}).items() if k != "targets"}}
+        reports: list[str] = []
+        counts = {"rendered": 0, "up_to_date": 0}
+        frames = {"done": 0}
+
+        def stop() -> str | None:
+            if self.spool.cancel_requested(job.id):
+                return "cancelled"
+            if self.terminating:
+                return "terminated"
+            return None
+
+        def on_segment(render_job, record, done: int, total: int) -> None:
+            self.rendering = True
+            if record is not None:
+                frames["done"] += record.end - record.start
+            elapsed = max(time.monotonic() - started, 1e-6)
+            fps = frames["done"] / elapsed if frames["done"] else None
+            self.spool.progress(job.id, state="rendering", target=render_job.target.name,
+                                segments_done=done, segments_total=total,
+                                fps=round(fps, 2) if fps else None)
+
+        def on_wait(line: str) -> None:
+            self.spool.progress(job.id, state="waiting", waiting=line)
+
+        try:
+            for target in targets or [None]:
+                run = dict(settings)
+                if target is not None:
+                    run["target"] = target
+                cfg = load_config(run)
+                batch = render_all(cfg, meta=meta, stop=stop, on_segment=on_segment,
+                                   on_wait=on_wait)
+                counts["rendered"] += len(batch.rendered)
+                counts["up_to_date"] += len(batch.skipped)
+                reports += [str(r.report_path) for r in batch.rendered]
+                reports += [str(_report_of(j.output)) for j in batch.skipped]
+        except Stopped as exc:
+            self.rendering = False
+            if str(exc) == "cancelled":
+                self.spool.finish(claim, "cancelled", {"error": "cancelled while running",
+                                                       "reports": reports, **counts})
+                log.info("job %s: cancelled", job.id)
+            else:
+                self.spool.requeue(claim)
+                log.info("job %s: requeued (%s)", job.id, exc)
+            return
+        except Interrupted:
+            self.rendering = False
+            self.spool.requeue(claim)
+            raise
+        except BatchFailed as exc:
+            self.rendering = False
+            reports += [str(r.report_path) for r in exc.batch.rendered]
+            self.spool.finish(claim, "failed", {"error": str(exc), "reports": reports,
+                                                "rendered": counts["rendered"] + len(exc.batch.rendered)})
+            log.error("job %s failed: %s", job.id, exc)
+            return
+        except RenderError as exc:
+            self.rendering = False
+            self.spool.finish(claim, "failed", {"error": str(exc), "reports": reports, **counts})
+            log.error("job %s failed: %s", job.id, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a job never takes the worker down with it
+            self.rendering = False
+            text = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            self.spool.finish(claim, "failed", {"error": text, "reports": reports, **counts})
+            log.exception("job %s failed", job.id)
+            return
+        self.rendering = False
+        self.spool.finish(claim, "done", {"error": None, "reports": reports, **counts,
+                                          "seconds": round(time.monotonic() - started, 3)})
+        log.info("job %s done: %d rendered, %d up to date", job.id, counts["rendered"],
+                 counts["up_to_date"])
+
+
+def _report_of(output: Path) -> Path:
+    from .report import report_path
+
+    return report_path(output.absolute())
+
+
+def work_main(args: Sequence[str]) -> int:
+    keys = parse_overrides([a for a in args if a.split("=", 1)[0] != "follow"])
+    follow_arg = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0] == "follow"]
+    follow = bool(follow_arg) and follow_arg[-1].lower() in ("1", "true", "yes", "on")
+    cfg = load_config(dict(keys))
+    spool = Spool(cfg.spool_path)
+    defaults = {k: v for k, v in keys.items() if k not in WORKER_KEYS}
+    worker = Worker(spool, defaults, follow=follow)
+    previous = signal.signal(signal.SIGTERM, worker.on_sigterm)
+    try:
+        worker.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+def _age(job) -> str:
+    try:
+        t = datetime.fromisoformat(job.submitted)
+    except ValueError:
+        return "?"
+    s = (datetime.now(timezone.utc) - t).total_seconds()
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n:
+            return f"{s / n:.0f}{unit}"
+    return f"{s:.0f}s"
+
+
+def describe_progress(job) -> str:
+    p = job.progress or {}
+    if job.state == "running":
+        if p.get("state") == "waiting":
+            return p.get("waiting") or "waiting for the device"
+        if p.get("segments_total"):
+            text = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}"
+            if p.get("fps"):
+                text += f", {p['fps']:.1f} fps"
+            return text.strip()
+        return p.get("state") or "starting"
+    if job.result:
+        if job.state == "done":
+            n = job.result.get("rendered", 0)
+            u = job.result.get("up_to_date", 0)
+            return f"{n} rendered" + (f", {u} up to date" if u else "")
+        return str(job.result.get("error") or "")
+    return job.error or ""
+
+
+def jobs_main(args: Sequence[str], stream: IO[str] | None = None) -> int:
+    stream = stream or sys.stdout
+    words = [a for a in args if "=" not in a]
+    keys = dict(a.split("=", 1) for a in args if "=" in a)
+    older = keys.pop("older", None)
+    cfg = load_config(parse_overrides([f"{k}={v}" for k, v in keys.items()]))
+    spool = Spool(cfg.spool_path)
+    if not words or words[0] == "list":
+        jobs = sorted(spool.jobs(), key=lambda j: (j.submitted, j.id))
+        order = {j.id: i + 1 for i, j in enumerate(spool.queue())}
+        stream.write(f"{'ID':<9} {'STATE':<10} {'AGE':>5}  {'OWNER':<10} PROGRESS\n")
+        for j in jobs:
+            state = j.state + (f" #{order[j.id]}" if j.id in order else "")
+            stream.write(f"{j.id:<9} {state:<10} {_age(j):>5}  {j.owner:<10} "
+                         f"{describe_progress(j)}\n")
+        return 0
+    verb, rest = words[0], words[1:]
+    if verb == "clean":
+        gone = spool.clean(parse_age(older or "7d"))
+        stream.write(f"removed {len(gone)} finished job(s)\n")
+        return 0
+    if verb in ("retry", "cancel", "remove", "show") and len(rest) == 1:
+        job_id = rest[0]
+        if verb == "retry":
+            spool.retry(job_id)
+            stream.write(f"{job_id} queued\n")
+        elif verb == "cancel":
+            stream.write(f"{job_id} {spool.cancel(job_id)}\n")
+        elif verb == "remove":
+            spool.remove(job_id)
+            stream.write(f"{job_id} removed\n")
+        else:
+            job = spool.get(job_id)
+            stream.write(yaml.safe_dump({"id": job.id, "state": job.state, "spec": job.spec,
+                                         "result": job.result, "progress": job.progress},
+                                        sort_keys=False))
+        return 0
+    raise UsageError("usage: render jobs [list] | retry ID | cancel ID | remove ID | show ID | "
+                     "clean older=7d")
