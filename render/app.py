@@ -36,7 +36,7 @@ from .media.probe import IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_ver
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
-from .plan import Identity, RenderPlan, plan_render
+from .plan import Identity, RenderPlan, plan_render, shard_of, shard_segments
 from .runtime import LazySession, SessionFactory, strategy
 
 log = logging.getLogger(__name__)
@@ -400,7 +400,8 @@ class Renderer:
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
                lock: Mapping[str, Any] | None = None, stop: Callable[[], str | None] | None = None,
-               on_segment: Callable | None = None) -> RenderResult:
+               on_segment: Callable | None = None,
+               segments: list[int] | None = None) -> RenderResult:
         """Plan, execute, and write the report beside the output (into the work folder when the
         render fails or is interrupted)."""
         started, t0 = report.now(), time.perf_counter()
@@ -409,7 +410,8 @@ class Renderer:
         marks: dict = {}
         try:
             plan, info = self.prepare(job)
-            result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run()
+            result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run(
+                segments)
         except BaseException as exc:
             usage = memory.stop()
             if plan is not None and info is not None and Path(plan.work_dir).is_dir():
@@ -532,3 +534,79 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
     if len(jobs) > 1:
         log.info("%s", batch.summary())
     return batch
+
+
+# -- beyond one machine ---------------------------------------------------------------------------
+#: where an array task's index comes from: Slurm arrays, Kubernetes Indexed Jobs
+INDEX_VARIABLES = ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")
+
+
+def shard_index(cfg: Config, env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(index, count) of this shard: ``shard.index``, else the scheduler's task index."""
+    env = os.environ if env is None else env
+    count = cfg.shard.count
+    index = cfg.shard.index
+    if index < 0:
+        for var in INDEX_VARIABLES:
+            if env.get(var, "").strip():
+                try:
+                    index = int(env[var])
+                except ValueError:
+                    raise UsageError(f"{var}={env[var]!r} is not a shard index") from None
+                break
+        else:
+            raise UsageError(f"shard.count={count} needs the shard's index: shard=I/{count}, "
+                             f"shard.index=I, or {' / '.join(INDEX_VARIABLES)} from the scheduler")
+    if not 0 <= index < count:
+        raise UsageError(f"shard index {index} is outside 0..{count - 1} (shard.count={count})")
+    return index, count
+
+
+def _single_job(cfg: Config, what: str) -> Job:
+    jobs = plan_jobs(cfg)
+    if len(jobs) != 1:
+        raise UsageError(f"{what} works on one target, not a folder ({len(jobs)} targets): give "
+                         f"target=FILE and output=FILE")
+    return jobs[0]
+
+
+def render_shard(cfg: Config) -> ExecResult:
+    """Render this shard's segments of the plan into the shared work folder, then exit; a re-run
+    skips the segments already committed. Refused when the work folder holds another job's plan."""
+    index, count = shard_index(cfg)
+    job = _single_job(cfg, "a shard")
+    owner = {"job": f"shard-{index}-of-{count}", "target": job.target.name}
+    with device_lock(cfg, owner):
+        renderer = Renderer(cfg)
+        plan = renderer.plan(job)
+        if plan.kind != "video":
+            raise UsageError("only videos are sharded: render an image in one process")
+        mine = shard_segments(len(plan.segments), count, index)
+        log.info("shard %d of %d: segments %s of %d", index, count,
+                 f"{mine[0]}-{mine[-1]}" if mine else "none", len(plan.segments))
+        result = renderer.executor(job, plan).run(mine, assemble=False, refuse_other=True)
+    log.info("shard %d of %d done: %d segments rendered, %d were done", index, count,
+             result.rendered, len(mine) - result.rendered)
+    return result
+
+
+def assemble(cfg: Config) -> RenderResult:
+    """Join the committed segments of every shard, mux the audio once, verify and commit — as a
+    local render does. Names the missing segments and their shards when some are not done."""
+    job = _single_job(cfg, "assemble")
+    renderer = Renderer(cfg)
+    plan = renderer.plan(job)
+    if plan.kind != "video":
+        raise UsageError("only videos are sharded: render an image in one process")
+    executor = renderer.executor(job, plan)
+    missing = executor.missing()
+    if missing:
+        count = cfg.shard.count
+        where = (lambda s: f", shard {shard_of(s.index, len(plan.segments), count)} of {count}") \
+            if count else (lambda s: "")
+        raise RenderFailed(
+            f"cannot assemble {job.output.name}: {len(missing)} of {len(plan.segments)} segments "
+            f"are not done: " + ", ".join(f"{s.index} (frames {s.start}-{s.end - 1}{where(s)})"
+                                          for s in missing[:12])
+            + (" ..." if len(missing) > 12 else ""))
+    return renderer.render(job, segments=[])

@@ -26,6 +26,11 @@ usage: render [--verbose | --debug] [key=value ...]
        render submit JOBFILE | key=value ...  queue a job (prints its id)
        render work [follow=true]      run the queued jobs under the device lock
        render jobs [list | retry ID | cancel ID | remove ID | show ID | clean older=7d]
+       render shard=I/N key=value ...   render shard I of N into the shared work folder
+       render assemble key=value ...    join the shards' segments and commit the output
+       render slurm submit key=value ... shards=N   a sharded render as a Slurm array + assembly
+       render serve [host=H] [port=P]   the classroom web page (render work does the rendering)
+       render users add NAME [role=teacher] | list | disable NAME | reset NAME | token NAME
        render --help [profile=P]     every key with its value in profile P (default: moderate)
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
@@ -97,11 +102,42 @@ def run(argv: Sequence[str]) -> int:
     flags = [a for a in args if a.startswith("-")]
     if flags:
         raise UsageError(f"unknown option {flags[0]}; keys are given as key=value, see render --help")
-    from .app import render_all
+    if args and args[0] in ("serve", "users"):
+        from . import web
 
-    cfg = load_config(parse_overrides(args))
+        return (web.serve_main if args[0] == "serve" else web.users_main)(args[1:])
+    if args and args[0] == "assemble":
+        from .app import assemble
+
+        assemble(load_config(parse_overrides(_shard_shorthand(args[1:]))))
+        return 0
+    if args and args[0] == "slurm":
+        from .slurm import main as slurm_main
+
+        return slurm_main(args[1:])
+    from .app import render_all, render_shard
+
+    cfg = load_config(parse_overrides(_shard_shorthand(args)))
+    if cfg.shard.count:
+        render_shard(cfg)
+        return 0
     render_all(cfg)
     return 0
+
+
+def _shard_shorthand(args: Sequence[str]) -> list[str]:
+    """``shard=I/N`` → ``shard.index=I shard.count=N``."""
+    out = []
+    for a in args:
+        key, sep, value = a.partition("=")
+        if sep and key == "shard":
+            i, slash, n = value.partition("/")
+            if not slash or not i.strip().isdigit() or not n.strip().isdigit():
+                raise UsageError(f"shard={value}: expected I/N, e.g. shard=0/4")
+            out += [f"shard.index={int(i)}", f"shard.count={int(n)}"]
+        else:
+            out.append(a)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -148,6 +148,14 @@ class Lock:
 
 
 @dataclass(frozen=True)
+class Shard:
+    index: int = _f(-1, "which shard this process renders (0-based; -1 = from SLURM_ARRAY_TASK_ID "
+                    "or JOB_COMPLETION_INDEX); `shard=I/N` sets index and count", min=-1)
+    count: int = _f(0, "render only this shard's segments of N, into the shared work folder "
+                    "(0 = a whole render); `render assemble` joins them", min=0, max=100000)
+
+
+@dataclass(frozen=True)
 class Config:
     profile: str = _f("moderate", "profile name (profiles/NAME.yaml) or path to a YAML file")
     source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
@@ -165,6 +173,8 @@ class Config:
                        "(default: cache_dir/locks)", env="RENDER_LOCK_DIR")
     spool_dir: str = _f("", "job spool of render submit / render work (default: cache_dir/jobs)",
                         env="RENDER_SPOOL_DIR")
+    state_dir: str = _f("", "the web page's accounts, sessions and uploads (default: "
+                        "cache_dir/web)", env="RENDER_STATE_DIR")
     skip_done: bool = _f(True, "skip a target whose output is complete and whose report has this "
                          "render's job key (idempotent re-runs)")
     allow_partial: bool = _f(False, "render the readable part of a truncated target instead of "
@@ -183,6 +193,7 @@ class Config:
     segment: Segment = field(default_factory=Segment)
     mark: Mark = field(default_factory=Mark)
     lock: Lock = field(default_factory=Lock)
+    shard: Shard = field(default_factory=Shard)
     #: the keys given on the command line (not a key itself): a forced value is an error where a
     #: profile's value would be adapted (e.g. the codec of a .webm output)
     explicit: frozenset = field(default=frozenset(), metadata={"internal": True})
@@ -201,6 +212,10 @@ class Config:
     @property
     def lock_path(self) -> Path:
         return Path(self.lock_dir).expanduser() if self.lock_dir else self.cache_path / "locks"
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir).expanduser() if self.state_dir else self.cache_path / "web"
 
     @property
     def spool_path(self) -> Path:

@@ -38,7 +38,8 @@ UNKEYED = frozenset({
     "models.dir", "models.manifest", "execution.threads", "execution.frames_in_flight",
     "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
     "execution.trt_workspace_mb", "allow_partial", "mark.cert", "mark.key", "lock_dir",
-    "spool_dir", "skip_done", "lock.slots", "lock.timeout", "lock.device",
+    "spool_dir", "skip_done", "lock.slots", "lock.timeout", "lock.device", "shard.index",
+    "shard.count", "state_dir",
 })
 
 #: which video codecs each output container family may hold; the first is the family's default
@@ -274,6 +275,18 @@ def segment_bounds(start: int, end: int, length: int, every: int) -> list[tuple[
         bounds.append((a, b))
         a = b
     return bounds
+
+
+def shard_segments(count: int, shards: int, index: int) -> list[int]:
+    """The segments shard ``index`` of ``shards`` renders: a contiguous run (one seek into the
+    target), the runs as even as whole segments allow."""
+    if shards < 1 or not 0 <= index < shards:
+        raise UsageError(f"shard {index} of {shards} does not exist (0 <= index < count)")
+    return [i for i in range(count) if i * shards // count == index]
+
+
+def shard_of(segment: int, count: int, shards: int) -> int:
+    return segment * shards // count
 
 
 # -- the plan -----------------------------------------------------------------------------------------

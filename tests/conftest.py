@@ -51,3 +51,13 @@ def workdir(tmp_path, standin_models) -> Path:
 
 def model_args(models: Path, cache: Path) -> list[str]:
     return [f"models.dir={models}", f"cache_dir={cache}", "progress=lines"]
+
+
+@pytest.fixture(scope="session")
+def signing(tmp_path_factory) -> list[str]:
+    """One C2PA signing identity for renders whose bytes are compared across cache folders (each
+    cache folder would otherwise make its own local certificate, and so its own signature)."""
+    from render.mark import create_signing_identity
+
+    chain, key = create_signing_identity(tmp_path_factory.mktemp("signing"))
+    return [f"mark.cert={chain}", f"mark.key={key}"]

@@ -288,13 +288,14 @@ def test_video_as_source(workdir, standin_models, clip):
     assert "cannot read source image" in msg
 
 
-def test_rerender_is_bit_identical(workdir, standin_models, tmp_path):
+def test_rerender_is_bit_identical(workdir, standin_models, tmp_path, signing):
+    """Fresh caches each time; the C2PA signature too is reproducible with the same certificate."""
     clip = mf.make_clip(tmp_path / "bits.mp4", width=320, height=240, seconds=0.6)
     outs = []
     for n in (1, 2):
-        out = workdir / "out" / f"bits{n}.mp4"
+        out = workdir / f"out{n}" / "bits.mp4"     # the name is in the signed title
         r = run_cli("profile=low", "encode.threads=2", f"source={workdir / 'in' / 'source.jpg'}",
-                    f"target={clip.path}", f"output={out}",
+                    f"target={clip.path}", f"output={out}", *signing,
                     *model_args(standin_models, workdir / f"cache{n}"))
         assert r.returncode == 0, r.stderr
         outs.append(out.read_bytes())

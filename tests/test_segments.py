@@ -44,9 +44,19 @@ def clip(tmp_path_factory):
 ARGS = ("profile=low", "segment.seconds=1", "execution.threads=1")
 
 
+#: one signing identity for every render here (set by the autouse fixture below): outputs made
+#: with different cache folders are compared byte for byte
+SIGNING: list[str] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _same_signing_identity(signing):
+    SIGNING[:] = signing
+
+
 def render_args(workdir: Path, standin_models: Path, clip_path: Path, out: Path, *extra: str,
                 cache: str = "cache") -> list[str]:
-    return [*ARGS, f"source={workdir / 'in' / 'source.jpg'}", f"target={clip_path}", f"output={out}",
+    return [*ARGS, *SIGNING, f"source={workdir / 'in' / 'source.jpg'}", f"target={clip_path}", f"output={out}",
             *model_args(standin_models, workdir / cache), *extra]
 
 

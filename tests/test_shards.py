@@ -1,0 +1,97 @@
+"""One video sharded over plain processes: any order, two at once, one twice; the same bytes as
+one process; other settings refused; a missing segment named at assembly."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import media_fixtures as mf
+from conftest import cli_env, model_args, run_cli
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return mf.make_clip(tmp_path_factory.mktemp("shardclip") / "clip.mp4", width=480, height=270,
+                        seconds=4.0)
+
+
+def keys(workdir: Path, standin_models: Path, clip, out: Path, *extra: str,
+         signing: list[str] = ()) -> list[str]:
+    return [*signing, "profile=low", "segment.seconds=0.52", f"source={workdir / 'in' / 'source.jpg'}",
+            f"target={clip.path}", f"output={out}", "progress=off", "lock.device=none",
+            *model_args(standin_models, workdir / "cache"), *extra]
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory, standin_models, clip, signing):
+    d = tmp_path_factory.mktemp("single")
+    (d / "in").mkdir()
+    mf.make_source_image(d / "in" / "source.jpg")
+    out = d / "out" / "clip.mp4"
+    r = run_cli(*keys(d, standin_models, clip, out, signing=signing))
+    assert r.returncode == 0, r.stderr
+    return sha(out)
+
+
+def test_shards_in_any_order_assemble_to_the_single_process_bytes(workdir, standin_models, clip,
+                                                                  single, signing):
+    out = workdir / "out" / "clip.mp4"
+    k = keys(workdir, standin_models, clip, out, signing=signing)
+    # shard 2 first, then 0 and 3 at once, then 1, then 2 again (it skips its finished segments)
+    assert run_cli(*k, "shard=2/4").returncode == 0
+    both = [subprocess.Popen([sys.executable, "-m", "render", *k, f"shard={i}/4"], env=cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in (0, 3)]
+    for p in both:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    # the index from the scheduler's variable: a Kubernetes Indexed Job's, then a Slurm array's
+    r = run_cli(*k, "shard.count=4", JOB_COMPLETION_INDEX="1")
+    assert r.returncode == 0, r.stderr
+    r = run_cli(*k, "shard.count=4", "--verbose", SLURM_ARRAY_TASK_ID="2")
+    assert r.returncode == 0 and "0 segments rendered, 2 were done" in r.stderr, r.stderr
+    assert not out.exists(), "a shard must not assemble"
+    r = run_cli("assemble", *k)
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == single
+    assert not [p for p in out.parent.iterdir() if ".render-" in p.name]
+
+
+def test_a_shard_with_other_settings_is_refused(workdir, standin_models, clip):
+    out = workdir / "out" / "clip.mp4"
+    assert run_cli(*keys(workdir, standin_models, clip, out), "shard=0/4").returncode == 0
+    r = run_cli(*keys(workdir, standin_models, clip, out, "mask.padding=0.1"), "shard=1/4")
+    assert r.returncode == 2
+    line = r.stderr.strip().splitlines()[-1]
+    assert "holds segments of another job" in line and "refusing to mix" in line
+
+
+def test_assembling_with_missing_segments_names_them_and_their_shards(workdir, standin_models, clip):
+    out = workdir / "out" / "clip.mp4"
+    k = keys(workdir, standin_models, clip, out)
+    for i in (0, 1, 3):
+        assert run_cli(*k, f"shard={i}/4").returncode == 0
+    r = run_cli("assemble", *k, "shard.count=4")
+    assert r.returncode == 5
+    line = r.stderr.strip().splitlines()[-1]
+    assert line.startswith("render: error: cannot assemble clip.mp4: 2 of 8 segments are not done:")
+    assert "4 (frames 52-64, shard 2 of 4)" in line and "5 (frames 65-77, shard 2 of 4)" in line
+    assert [p.name for p in out.parent.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_shard_index_needs_a_source(workdir, standin_models, clip):
+    out = workdir / "out" / "clip.mp4"
+    r = run_cli(*keys(workdir, standin_models, clip, out), "shard.count=4")
+    assert r.returncode == 2 and "SLURM_ARRAY_TASK_ID" in r.stderr
+    r = run_cli(*keys(workdir, standin_models, clip, out), "shard=4/4")
+    assert r.returncode == 2 and "outside 0..3" in r.stderr
+    r = run_cli(*keys(workdir, standin_models, clip, out), "shard=x")
+    assert r.returncode == 2 and "expected I/N" in r.stderr
