@@ -25,7 +25,7 @@ from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from .faces.embed import EmbeddingCache, Embedder
 from .faces.enhance import Enhancer
 from .faces.mask import make_mask
-from .faces.select import select_faces
+from .faces.select import ReferenceTracks, select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
@@ -285,10 +285,8 @@ class Renderer:
         ref_path = self._reference_path(source)
         if ref_path is not None:
             reference = self.embedding(ref_path, "reference")
-
-            def select(frame: np.ndarray, faces: list[Face]) -> list[Face]:
-                return select_faces(faces, "reference", embed=lambda f: m.embedder.embed(frame, f),
-                                    reference=reference, distance=select_cfg.distance)
+            select = ReferenceTracks(m.embedder.embed, reference, distance=select_cfg.distance,
+                                     every=select_cfg.embed_every, margin=select_cfg.margin)
         else:
             if self.models.settings.release_idle_models:
                 m.embedder.lazy.release()   # not needed again: the source embedding is cached

@@ -92,6 +92,10 @@ class Select:
                    "reference face)", choices=("one", "many", "reference"))
     reference: str = _f("", "reference face image for mode=reference (default: the source image)")
     distance: float = _f(0.6, "max identity distance (1 - cosine) for mode=reference", min=0.0, max=2.0)
+    embed_every: int = _f(25, "mode=reference: a face followed from detection to detection is "
+                          "embedded again every N detections (1 = every frame)", min=1, max=1000)
+    margin: float = _f(0.1, "mode=reference: a face whose distance was within this of "
+                       "select.distance is embedded again at every detection", min=0.0, max=2.0)
 
 
 @dataclass(frozen=True)

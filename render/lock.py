@@ -74,8 +74,9 @@ def lock_path(lock_dir: Path, device_id: str, slot: int) -> Path:
 
 
 def lock_needed(env: Mapping[str, str] = os.environ) -> bool:
-    """False inside a Slurm job: the scheduler already gives the job its GPU."""
-    return not env.get("SLURM_JOB_ID")
+    """False inside a Slurm job or a Kubernetes Indexed Job's pod: the scheduler already gives
+    the job its GPU."""
+    return not env.get("SLURM_JOB_ID") and not env.get("JOB_COMPLETION_INDEX")
 
 
 # --------------------------------------------------------------------------- device detection

@@ -67,8 +67,15 @@ def installation() -> dict[str, Any]:
         "mkvmerge": mkvmerge_version() or None,
         "opencv": cv2.__version__,
         "numpy": np.__version__,
+        "c2pa": _c2pa_version(),
         "host": socket.gethostname(),
     }
+
+
+def _c2pa_version() -> str:
+    from .mark import c2pa_version
+
+    return c2pa_version() or "none"
 
 
 def media_summary(info: MediaInfo, path: Path, sha256: str | None = None, frames: int | None = None

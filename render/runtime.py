@@ -213,7 +213,8 @@ class LazySession:
             with self._lock:
                 if self._session is None:
                     self._session = self._create()
-                    self.providers = list(self._session.get_providers())
+                    providers = getattr(self._session, "get_providers", None)
+                    self.providers = list(providers()) if providers else None
         return self._session
 
     @property

@@ -16,6 +16,11 @@ part a person edits by hand; the body after it is the same for every job. Launch
 - ``docker``: ``docker run --rm --init --network none --user UID:GID --gpus device=<the job's
   GPU> -e SLURM_ARRAY_TASK_ID ... -v M:M ... IMAGE ...`` (the image's entrypoint is the renderer).
 - ``plain``: ``PYTHON -m render ...`` (``python=""``: ``render`` on PATH).
+
+:func:`main` is ``render slurm submit|scripts shards=N [SETTING=VALUE...] KEY=VALUE...``. A task
+that is requeued (node failure, preemption, ``scontrol requeue``) starts again only after Slurm's
+credential lifetime (``AuthInfo=cred_expire``, 120 s by default) and redoes only its uncommitted
+segments; ``--open-mode=append`` keeps the earlier run's log.
 """
 from __future__ import annotations
 

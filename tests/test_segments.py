@@ -72,6 +72,12 @@ def reference(tmp_path_factory, standin_models, clip):
     return sha(out)
 
 
+def committed(out_dir: Path) -> list[Path]:
+    """Segments under their final names (the sidecar is written just before the rename)."""
+    return [p for w in work_dirs(out_dir) for p in w.iterdir()
+            if re.fullmatch(r"seg-\d{4}\.(mp4|mkv)", p.name)]
+
+
 def kill_after_segments(args: list[str], out_dir: Path, n: int) -> None:
     """Start a render, SIGKILL it once ``n`` segments are committed."""
     proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
@@ -79,7 +85,7 @@ def kill_after_segments(args: list[str], out_dir: Path, n: int) -> None:
     try:
         deadline = time.time() + 120
         while time.time() < deadline and proc.poll() is None:
-            done = [p for w in work_dirs(out_dir) for p in w.glob("seg-*.json")]
+            done = committed(out_dir)
             if len(done) >= n:
                 break
             time.sleep(0.02)

@@ -138,7 +138,7 @@ def test_two_workers_render_every_job_exactly_once(workdir, standin_models, tmp_
 
 
 def test_a_worker_killed_mid_job_is_resumed_by_another(workdir, standin_models, tmp_path):
-    from test_segments import work_dirs
+    from test_segments import committed
 
     clip = mf.make_clip(tmp_path / "k.mp4", width=640, height=360, seconds=6.0)
     ref = workdir / "ref" / "k.mp4"
@@ -151,7 +151,7 @@ def test_a_worker_killed_mid_job_is_resumed_by_another(workdir, standin_models, 
     first = worker(workdir, standin_models)
     deadline = time.time() + 120
     while time.time() < deadline:
-        if len([p for w in work_dirs(workdir / "out") for p in w.glob("seg-*.json")]) >= 2:
+        if len(committed(workdir / "out")) >= 2:
             break
         time.sleep(0.05)
     first.send_signal(signal.SIGKILL)

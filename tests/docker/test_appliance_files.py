@@ -16,12 +16,17 @@ def _compose() -> dict:
 
 def test_both_services_are_locked_down_the_same_way():
     services = _compose()["services"]
-    assert set(services) == {"render", "render-cpu"}
+    assert {"render", "render-cpu", "render-queue", "render-queue-cpu"} <= set(services)
+    lock = "${RENDER_LOCK_HOST_DIR:-/var/lock/render}:/var/lock/render"
     for name, svc in services.items():
+        if name == "render-web":      # the web page publishes a port (its own test checks it)
+            continue
         assert svc["network_mode"] == "none", name
         assert svc["read_only"] is True, name
         assert any(str(t).split(":")[0] == "/tmp" for t in svc["tmpfs"]), name
-        assert sorted(svc["volumes"]) == ["./in:/data/in:ro", "./out:/data/out", "render-cache:/cache"]
+        assert sorted(svc["volumes"]) == sorted(["./in:/data/in:ro", "./out:/data/out",
+                                                 "./jobs:/data/jobs", "render-cache:/cache", lock])
+        assert svc["environment"]["RENDER_LOCK_DIR"] == "/var/lock/render", name
         uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", svc["user"]).split(":")[0]
         assert uid.isdigit() and int(uid) != 0, (name, svc["user"])
     assert "render-cache" in _compose()["volumes"]
