@@ -247,6 +247,7 @@ def versions(*, vfr: bool = False, mark: bool = False) -> dict[str, str]:
 class Renderer:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
+        report.prefetch_installation()
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
         self._embeddings: dict[tuple[Path, int], np.ndarray] = {}

@@ -5,6 +5,7 @@ Sizes are DISPLAY sizes: ffmpeg autorotates while decoding, so a clip stored 192
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -124,18 +125,23 @@ def last_meaningful_line(text: str | bytes | None) -> str:
     return " ".join(_ADDRESS.sub("]", chosen).split())
 
 
+@functools.lru_cache(maxsize=None)  # the installed binary does not change under us
+def _version_text(cmd: str) -> str:
+    try:
+        return subprocess.run([cmd, "-hide_banner", "-version"] if "ffmpeg" in cmd else
+                              [cmd, "--version"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def ffmpeg_version(cmd: str = "ffmpeg") -> tuple[int, int] | None:
     """(major, minor) of the installed ffmpeg, or None if it cannot be told (git builds).
 
     ``-fps_mode`` exists from 5.1 on and ``-vsync`` is gone in 9.0: pass
     ``legacy_vsync=(version < (5, 1))`` to the argument builders.
     """
-    try:
-        out = subprocess.run([cmd, "-hide_banner", "-version"], capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"version\s+n?(\d+)\.(\d+)", out)
+    m = re.search(r"version\s+n?(\d+)\.(\d+)", _version_text(cmd))
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -425,13 +431,17 @@ class StreamCount:
     duration: float | None  # seconds
 
 
-def count_streams(path: str | os.PathLike) -> list[StreamCount]:
+def count_streams(path: str | os.PathLike, *, decode_keyframes: bool = False) -> list[StreamCount]:
     """Every stream of ``path`` with its packets counted by reading the file to the end: a file
-    cut short (no moov, a truncated cluster) fails here. MediaError when it cannot be read."""
+    cut short (no moov, a truncated cluster) fails here. MediaError when it cannot be read.
+    ``decode_keyframes``: the same pass also decodes every video keyframe; a keyframe that does
+    not decode (or none at all) is a MediaError."""
     path = os.fspath(path)
-    argv = ["ffprobe", "-v", "error", "-count_packets", "-show_entries",
-            "stream=codec_type,codec_name,nb_read_packets,duration,start_time:"
-            "stream_tags=DURATION:format=duration", "-of", "json", path]
+    argv = ["ffprobe", "-v", "error", "-count_packets"]
+    if decode_keyframes:
+        argv += ["-skip_frame", "nokey", "-count_frames"]
+    argv += ["-show_entries", "stream=codec_type,codec_name,nb_read_packets,nb_read_frames,"
+             "duration,start_time:stream_tags=DURATION:format=duration", "-of", "json", path]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               timeout=600, check=False)
@@ -446,6 +456,11 @@ def count_streams(path: str | os.PathLike) -> list[StreamCount]:
     except ValueError:
         raise MediaError(f"cannot read {path}: ffprobe output unreadable") from None
     fmt_duration = _float((data.get("format") or {}).get("duration"))
+    if decode_keyframes:
+        errors = last_meaningful_line(proc.stderr)
+        videos = [s for s in data.get("streams") or () if s.get("codec_type") == "video"]
+        if errors or any(not _int(s.get("nb_read_frames")) for s in videos):
+            raise MediaError(f"cannot decode {path}: {errors or 'no keyframe decodes'}")
     out = []
     for s in data.get("streams") or ():
         out.append(StreamCount(kind=str(s.get("codec_type") or ""), codec=str(s.get("codec_name") or ""),
@@ -456,18 +471,10 @@ def count_streams(path: str | os.PathLike) -> list[StreamCount]:
 
 def ffmpeg_version_line(cmd: str = "ffmpeg") -> str:
     """ffmpeg's first ``-version`` line (the build that decides the bytes), '' if unknown."""
-    try:
-        out = subprocess.run([cmd, "-hide_banner", "-version"], capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+    out = _version_text(cmd)
     return out.splitlines()[0].strip() if out else ""
 
 
 def mkvmerge_version(cmd: str = "mkvmerge") -> str:
-    try:
-        out = subprocess.run([cmd, "--version"], capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
+    out = _version_text(cmd)
     return out.splitlines()[0].strip() if out else ""
