@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, get_args, get_origin, get_type_hints
+from typing import Any, Mapping, Sequence, get_origin, get_type_hints
 
 import yaml
 

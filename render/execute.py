@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -23,12 +22,13 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
 from .errors import Interrupted, MediaError, RenderFailed, UsageError
 from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
-from .media.writer import FrameWriter, fsync_dir
+from .files import fsync_dir, sha256_file, write_atomic
+from .media.writer import FrameWriter
 from .pipeline import FaceStage, StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
@@ -37,32 +37,6 @@ log = logging.getLogger(__name__)
 
 PLAN_FILE = "plan.json"
 LOCK_FILE = ".lock"
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """temp → fsync → rename → fsync the folder: a crash leaves the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp-{_me()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(str(path.parent))
 
 
 def _fsync_file(path: Path) -> None:

@@ -104,6 +104,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import fsync_dir, write_atomic
 from .errors import ConfigError, MediaError, RenderFailed
 
 try:
@@ -563,10 +564,10 @@ def create_signing_identity(folder: Path, *, key_type: str = "ed25519") -> tuple
                          critical=False)
           .sign(ca_key, digest))
     key_path, cert_path = folder / LOCAL_KEY, folder / LOCAL_CERT
-    _write_atomic(key_path, ee_key.private_bytes(serialization.Encoding.PEM,
+    write_atomic(key_path, ee_key.private_bytes(serialization.Encoding.PEM,
                                                  serialization.PrivateFormat.PKCS8,
                                                  serialization.NoEncryption()), 0o600)
-    _write_atomic(cert_path, ee.public_bytes(serialization.Encoding.PEM)
+    write_atomic(cert_path, ee.public_bytes(serialization.Encoding.PEM)
                   + ca.public_bytes(serialization.Encoding.PEM), 0o644)
     log.info("created a local C2PA signing certificate in %s", folder)
     return cert_path, key_path
@@ -831,7 +832,7 @@ def sign(path: Path, *, version: str, key_dir: Path, cert: Path | None = None,
         raise MarkError(f"cannot write the signed {path}: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return SignResult(path, mime, creds.fingerprint, local, len(manifest), label, deterministic)
 
 
@@ -1284,41 +1285,11 @@ def _make_private_dir(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
 
 
-def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write ``data`` to ``path`` via a temp file with ``mode`` beside it: fsync, rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.fchmod(fd, mode)  # whatever the umask or a stale temp file said
-        with os.fdopen(fd, "wb") as f:
-            fd = -1
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-
-
 def _replace_bytes(path: Path, data: bytes) -> None:
     """Rewrite ``path`` with ``data`` atomically, keeping its permission bits."""
     try:
-        _write_atomic(path, data, stat.S_IMODE(path.stat().st_mode))
+        write_atomic(path, data, stat.S_IMODE(path.stat().st_mode))
     except OSError as exc:
         raise MarkError(f"cannot rewrite {path}: {exc.strerror or exc}") from None
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

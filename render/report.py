@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import __version__
-from .execute import ExecResult, sha256_file, write_atomic
+from .execute import ExecResult
+from .files import sha256_file, write_atomic
 from .media.probe import MediaInfo, probe
 from .plan import RenderPlan, config_hash
 

@@ -30,11 +30,11 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from .errors import RenderError, UsageError
+from .files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -245,20 +245,7 @@ def assemble_script(keys: Sequence[str], launcher: str = "plain", image: str = "
 def _write_script(path: Path, text: str) -> None:
     """temp → fsync → rename: sbatch never reads a half-written script."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, text.encode("utf-8"), 0o755)
 
 
 def _sbatch(sbatch: str, args: list[str], env: Mapping[str, str] | None, cwd: Path | None) -> str:

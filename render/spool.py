@@ -22,14 +22,15 @@ import logging
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import yaml
 
 from .errors import UsageError
+from .files import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Spool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
     # -- submit ----------------------------------------------------------------------------------
     def submit(self, settings: Mapping[str, str], *, owner: str | None = None, priority: int = 0,
@@ -231,7 +232,7 @@ class Spool:
             except FileNotFoundError:          # cancelled or taken meanwhile
                 os.close(fd)
                 continue
-            _fsync_dir(self.root / "running")
+            fsync_dir(self.root / "running")
             self._progress(job.id, {"state": "starting"})
             return Claim(self._load("running", self._file("running", job.id)), fd)
         return None
@@ -239,7 +240,7 @@ class Spool:
     # -- state changes -------------------------------------------------------------------------
     def _move(self, job_id: str, src: str, dst: str) -> None:
         os.rename(self._file(src, job_id), self._file(dst, job_id))
-        _fsync_dir(self.root / dst)
+        fsync_dir(self.root / dst)
 
     def finish(self, claim: Claim, state: str, result: Mapping[str, Any]) -> None:
         """Record how the job ended, then move it to ``state`` (done, failed or cancelled)."""
@@ -366,19 +367,6 @@ def _unlink(path: Path) -> None:
         pass
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def parse_age(text: str) -> float:
     """'7d', '12h', '30m', '90s' (or plain seconds) → seconds."""
     text = text.strip().lower()
@@ -389,7 +377,3 @@ def parse_age(text: str) -> float:
         return float(text)
     except ValueError:
         raise UsageError(f"older={text!r}: expected an age like 7d, 12h, 30m") from None
-
-
-def iter_states() -> Iterator[str]:
-    yield from STATES

@@ -26,7 +26,7 @@ from . import mark as marking
 from . import report as reports
 from .config import config_from_values
 from .errors import RenderError, UsageError
-from .execute import sha256_file
+from .files import sha256_file
 from .plan import config_hash
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,6 @@ stale and damaged work, inputs that lie, a full disk, frame timing and container
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil

@@ -21,6 +21,7 @@ import numpy as np
 
 from render.errors import MediaError, RenderFailed
 
+from ..files import fsync_dir
 from .reader import _describe, grow_pipe, reap, spawn
 
 log = logging.getLogger(__name__)
@@ -39,20 +40,6 @@ def ensure_output_dir(path: str | os.PathLike) -> str:
     if not os.access(directory, os.W_OK | os.X_OK):
         raise MediaError(f"cannot write to output directory {directory}: permission denied")
     return directory
-
-
-def fsync_dir(directory: str) -> None:
-    """fsync a folder so that a rename in it is on disk (best effort)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class AtomicOutput:
