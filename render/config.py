@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, get_origin, get_type_hints
+from typing import Any, Callable, Mapping, Sequence, get_origin, get_type_hints
 
 import yaml
 
@@ -161,7 +162,8 @@ class Shard:
 
 @dataclass(frozen=True)
 class Config:
-    profile: str = _f("moderate", "profile name (profiles/NAME.yaml) or path to a YAML file")
+    profile: str = _f("moderate", "profile name (profiles/NAME.yaml), a path to a YAML file, or auto "
+                      "(low/moderate/high by the GPU's memory; low on the CPU without one)")
     source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
     target: str = _f("", "video or image to render (default: every video and image in input_dir)")
     output: str = _f("", "output file (default: output_dir/<target name>)")
@@ -446,8 +448,12 @@ def _build(cls: type, flat: Mapping[str, Any], prefix: str = "") -> Any:
 
 
 def load_config(overrides: Mapping[str, str] | None = None,
-                env: Mapping[str, str] | None = None) -> Config:
-    """Schema defaults ← environment defaults ← profile file ← command-line overrides."""
+                env: Mapping[str, str] | None = None, *,
+                auto: Callable[[], tuple[str, bool, str]] | None = None) -> Config:
+    """Schema defaults ← environment defaults ← profile file ← command-line overrides.
+
+    ``profile=auto`` picks low/moderate/high from GPU 0's memory (``auto``: the chooser, default
+    :func:`render.gpus.auto_profile`; a machine without a GPU gets low with the CPU provider)."""
     overrides = dict(overrides or {})
     env = os.environ if env is None else env
     flat: dict[str, Any] = {}
@@ -456,6 +462,13 @@ def load_config(overrides: Mapping[str, str] | None = None,
         if var and env.get(var):
             flat[key.name] = _coerce(key, env[var], f"environment {var}")
     profile = overrides.get("profile", SCHEMA["profile"].default)
+    if profile == "auto":
+        from .gpus import auto_profile
+
+        profile, cpu_only, why = auto() if auto is not None else auto_profile()
+        logging.getLogger(__name__).info("%s", why)
+        if cpu_only and "execution.providers" not in overrides:
+            overrides["execution.providers"] = "cpu"
     _, from_profile = read_profile(profile)
     flat.update(from_profile)
     for name, value in overrides.items():

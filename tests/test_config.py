@@ -117,3 +117,22 @@ def test_required_models_follow_the_profile():
     assert ("inswapper_128", "fp16") in c.required_models(c.load_config({"profile": "low"}, env={}))
     high = c.required_models(c.load_config({"profile": "high"}, env={}))
     assert ("gfpgan_1.4", "fp32") in high
+
+
+def test_profile_auto_picks_by_gpu_memory_and_falls_back_to_the_cpu():
+    from render.config import load_config
+    from render.gpus import Gpu, auto_profile
+
+    for mib, name in ((4096, "low"), (8192, "moderate"), (24576, "high"), (143771, "high")):
+        chosen, cpu_only, why = auto_profile([Gpu(0, "Card", mib)], cuda=True)
+        assert (chosen, cpu_only) == (name, False) and f"GPU 0 (Card, {mib / 1024:.0f} GiB)" in why
+    assert auto_profile([Gpu(0, "Card", 24576)], cuda=False)[:2] == ("low", True)   # no CUDA in ORT
+    assert auto_profile([], cuda=True)[:2] == ("low", True)                        # no GPU, no NVML
+    cfg = load_config({"profile": "auto"}, env={}, auto=lambda: auto_profile([], cuda=True))
+    assert cfg.profile == "low" and cfg.execution.providers == ("cpu",)     # the one chosen
+    assert cfg.swap.precision == "fp16" and cfg.detect.size == 320          # profile low's values
+    cfg = load_config({"profile": "auto"}, env={},
+                      auto=lambda: auto_profile([Gpu(0, "Card", 8192)], cuda=True))
+    assert cfg.execution.memory_strategy == "moderate" and "cuda" in cfg.execution.providers
+    # on this machine (no NVIDIA GPU): low on the CPU
+    assert load_config({"profile": "auto"}, env={}).execution.providers == ("cpu",)
