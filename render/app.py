@@ -31,12 +31,12 @@ from .faces.types import Face
 from .media import args as ffargs
 from .execute import ExecResult, Executor
 from .lock import DeviceLock, detect_device, lock_needed
-from .media.probe import IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line, frame_times, \
-    mkvmerge_version, probe
+from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line,
+                          frame_times, hw_works, mkvmerge_version, probe)
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
-from .plan import Identity, RenderPlan, plan_render, shard_of, shard_segments
+from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
 from .runtime import LazySession, SessionFactory, strategy
 
 log = logging.getLogger(__name__)
@@ -254,6 +254,7 @@ class Renderer:
         version = ffmpeg_version()
         self.legacy_vsync = version is not None and version < (5, 1)   # Ubuntu 22.04: ffmpeg 4.4
         self._hashes: dict[Path, str] = {}
+        self._hw: dict[str, bool] | None = None
 
     def embedding(self, path: Path, what: str, face_index: int = 0) -> np.ndarray:
         """:func:`face_embedding`, once per file for all the jobs of this renderer."""
@@ -335,8 +336,27 @@ class Renderer:
             metadata = [tuple(v.split("=", 1)) for v in opts[1::2]]
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
-                           legacy_vsync=self.legacy_vsync, metadata=metadata)
+                           legacy_vsync=self.legacy_vsync, metadata=metadata,
+                           hw=self.hardware())
         return plan, info
+
+    def hardware(self) -> dict[str, bool]:
+        """What of NVENC / NVDEC the config asks for works here; each fallback said once."""
+        if self._hw is None:
+            cfg, hw = self.cfg, {}
+            if cfg.encode.codec in SOFTWARE_FALLBACK:
+                hw[cfg.encode.codec] = hw_works(cfg.encode.codec)
+                if not hw[cfg.encode.codec]:
+                    log.warning("%s is not available here (no NVENC on this GPU or driver): "
+                                "encoding with %s", cfg.encode.codec,
+                                SOFTWARE_FALLBACK[cfg.encode.codec])
+            if cfg.decode.hwaccel != "none":
+                hw["cuda"] = hw_works("cuda")
+                if not hw["cuda"] and cfg.decode.hwaccel == "cuda":
+                    log.warning("decode.hwaccel=cuda: no CUDA device for NVDEC here: decoding in "
+                                "software")
+            self._hw = hw
+        return self._hw
 
     # -- rendering ----------------------------------------------------------------------------
     def marker(self, plan: RenderPlan, marks: dict) -> Callable[[Path], None]:

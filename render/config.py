@@ -120,12 +120,20 @@ class Execution:
 
 @dataclass(frozen=True)
 class Encode:
-    codec: str = _f("libx264", "video encoder (ffmpeg name)")
+    codec: str = _f("libx264", "video encoder (ffmpeg name; h264_nvenc / hevc_nvenc fall back to "
+                    "libx264 / libx265 with one log line where NVENC is missing, e.g. H100/H200)")
     crf: int = _f(18, "constant rate factor (lower = better)", min=0, max=63)
     preset: str = _f("medium", "encoder preset")
     pix_fmt: str = _f("yuv420p", "output pixel format")
     threads: int = _f(0, "encoder threads (0 = ffmpeg's choice; pin it for bit-identical output "
                       "across machines with different core counts)", min=0, max=64)
+
+
+@dataclass(frozen=True)
+class Decode:
+    hwaccel: str = _f("none", "decode on the GPU: cuda (NVDEC), auto (cuda where it works), none; "
+                      "without a working NVDEC it falls back to software with one log line",
+                      choices=("none", "cuda", "auto"))
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,7 @@ class Config:
     select: Select = field(default_factory=Select)
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)
+    decode: Decode = field(default_factory=Decode)
     segment: Segment = field(default_factory=Segment)
     mark: Mark = field(default_factory=Mark)
     lock: Lock = field(default_factory=Lock)

@@ -184,7 +184,12 @@ def _vp9_crf(x264_crf: int) -> int:
     return max(0, min(63, round(x264_crf * 1.5)))
 
 
-def encode_settings(cfg: Config, output: Path) -> tuple[ffargs.EncodeSettings, str]:
+#: software encoders that stand in for a hardware one this machine lacks
+SOFTWARE_FALLBACK = {"h264_nvenc": "libx264", "hevc_nvenc": "libx265"}
+
+
+def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = None
+                    ) -> tuple[ffargs.EncodeSettings, str]:
     """The encoder for ``output``'s container: the profile's codec where the container takes it;
     for a container that cannot hold the profile's codec (x264 in WebM) the container's own
     default; a codec the user forced on the command line that the container cannot hold is an
@@ -193,6 +198,10 @@ def encode_settings(cfg: Config, output: Path) -> tuple[ffargs.EncodeSettings, s
     legal = CODECS[family]
     enc = cfg.encode
     codec, crf, preset = enc.codec, enc.crf, enc.preset
+    if codec in SOFTWARE_FALLBACK and not (hw or {}).get(codec, False):
+        codec = SOFTWARE_FALLBACK[codec]      # the caller said so in one log line
+        if preset and preset[:1] == "p" and preset[1:].isdigit():   # nvenc p1..p7
+            preset = "medium"
     if legal is not None and codec not in legal:
         if "encode.codec" in cfg.explicit:
             raise UsageError(f"encode.codec={codec} cannot go into {output.suffix} files "
@@ -292,7 +301,8 @@ def shard_of(segment: int, count: int, shards: int) -> int:
 # -- the plan -----------------------------------------------------------------------------------------
 def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: MediaInfo,
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
-                metadata: Sequence[tuple[str, str]] = ()) -> RenderPlan:
+                metadata: Sequence[tuple[str, str]] = (),
+                hw: Mapping[str, bool] | None = None) -> RenderPlan:
     """The plan of rendering ``target`` with the face of ``source`` into ``output``."""
     values = config_values(cfg)
     ident = asdict(identity)
@@ -313,10 +323,11 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     start, end, partial = frame_range(cfg, info, times)
     scale_height = cfg.preview_height if cfg.preview and info.height > cfg.preview_height else None
     width, height = ffargs.decoded_size(info, scale_height)
-    video, family = encode_settings(cfg, output)
+    video, family = encode_settings(cfg, output, hw)
+    hwaccel = "cuda" if cfg.decode.hwaccel in ("cuda", "auto") and (hw or {}).get("cuda") else None
     enc = asdict(video)
     enc["extra"] = list(video.extra)
-    key = job_key(cfg, identity, enc)
+    key = job_key(cfg, identity, {**enc, "hwaccel": hwaccel})
     work = work_dir_for(output, key)
     fps = Fraction(info.fps)
     seg_ext = ffargs.SEGMENT_MUXERS[family][1]
@@ -327,7 +338,7 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
         name = f"seg-{i:04d}{seg_ext}"
         decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
-                                            legacy_vsync=legacy_vsync)
+                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel)
         encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
                                             height=height, fps=fps, video=video,
                                             legacy_vsync=legacy_vsync)

@@ -195,3 +195,18 @@ def test_image_plan_has_no_segments_to_assemble():
                  container="png_pipe")
     p = plan(media=media, output="/out/p.png")
     assert p.kind == "image" and p.assembly is None and len(p.segments) == 1
+
+
+def test_nvenc_and_nvdec_where_they_work_software_where_they_do_not():
+    cfg_keys = {"encode.codec": "h264_nvenc", "encode.preset": "p4", "decode.hwaccel": "auto"}
+    cfg = load_config({"profile": "low", **cfg_keys}, env={})
+    kw = dict(source=Path("/in/face.jpg"), target=Path("/in/clip.mp4"), output=Path("/out/c.mp4"),
+              info=info(), times=cfr(250), identity=IDENT)
+    on = plan_render(cfg, hw={"h264_nvenc": True, "cuda": True}, **kw)
+    off = plan_render(cfg, hw={"h264_nvenc": False, "cuda": False}, **kw)
+    assert ("-c:v", "h264_nvenc") in pairs(list(on.segments[0].encode))
+    assert ("-hwaccel", "cuda") in pairs(list(on.segments[0].decode))
+    assert ("-c:v", "libx264") in pairs(list(off.segments[0].encode))
+    assert ("-preset", "medium") in pairs(list(off.segments[0].encode))    # nvenc's p4 mapped
+    assert "-hwaccel" not in off.segments[0].decode
+    assert on.key != off.key          # other bytes: another job

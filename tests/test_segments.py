@@ -307,3 +307,17 @@ def test_source_with_several_faces_uses_the_largest_and_says_so(workdir, standin
                 f"output={workdir / 'out' / 'q.png'}", "progress=off",
                 *model_args(standin_models, workdir / "cache"))
     assert r.returncode == 2 and "has 2 faces" in r.stderr
+
+
+def test_nvenc_and_nvdec_fall_back_to_software_without_a_gpu(workdir, standin_models, tmp_path):
+    """This machine has no NVIDIA GPU: the render goes on in software and says so once each."""
+    short = mf.make_clip(tmp_path / "hw.mp4", width=320, height=240, seconds=1.0)
+    out = workdir / "out" / "hw.mp4"
+    r = run_cli(*render_args(workdir, standin_models, short.path, out, "encode.codec=h264_nvenc",
+                             "decode.hwaccel=cuda", "progress=off"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2, r.stderr
+    assert "h264_nvenc is not available here" in lines[0] and "libx264" in lines[0]
+    assert "no CUDA device for NVDEC" in lines[1]
+    assert mf.probe_counts(out).video_codec == "h264"

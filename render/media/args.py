@@ -429,13 +429,16 @@ SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matro
 
 
 def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
-                        scale_height: int | None = None, legacy_vsync: bool = False) -> list[str]:
+                        scale_height: int | None = None, legacy_vsync: bool = False,
+                        hwaccel: str | None = None) -> list[str]:
     """ffmpeg argv: ``frames`` raw bgr24 frames of the target from the first frame at or after
     ``seek`` seconds (from the container start; accurate seek: decoded from the keyframe before
     and discarded up to it). ``seek`` None starts at the first frame."""
     if frames < 1:
         raise UsageError(f"a segment needs at least one frame, got {frames}")
     argv = list(BASE)
+    if hwaccel:   # NVDEC: frames come back to system memory for the bgr24 pipe
+        argv += ["-hwaccel", hwaccel]
     if seek is not None and seek > 0:
         argv += ["-ss", fmt_time(seek)]
     vmap = "0:v:0" if info.video_index is None else f"0:{info.video_index}"

@@ -478,3 +478,20 @@ def ffmpeg_version_line(cmd: str = "ffmpeg") -> str:
 def mkvmerge_version(cmd: str = "mkvmerge") -> str:
     out = _version_text(cmd)
     return out.splitlines()[0].strip() if out else ""
+
+
+@functools.lru_cache(maxsize=None)   # the device and driver do not change while a process runs
+def hw_works(what: str) -> bool:
+    """Whether ffmpeg can use ``what`` here: an encoder name (``h264_nvenc``: encodes one frame)
+    or ``cuda`` (a CUDA hardware device for NVDEC can be opened)."""
+    if what == "cuda":
+        argv = ["ffmpeg", "-hide_banner", "-v", "error", "-init_hw_device", "cuda=gpu",
+                "-f", "lavfi", "-i", "nullsrc=s=64x64:d=0.04", "-frames:v", "1", "-f", "null", "-"]
+    else:
+        argv = ["ffmpeg", "-hide_banner", "-v", "error", "-f", "lavfi", "-i",
+                "nullsrc=s=256x256:d=0.04", "-frames:v", "1", "-c:v", what, "-f", "null", "-"]
+    try:
+        return subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+                              check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
