@@ -141,16 +141,17 @@ LABEL org.opencontainers.image.title="render" \
       io.render.model-set="$MODEL_SET" \
       io.render.model-licences="$MODEL_LICENCES"
 
-# The non-root user the appliance runs as; /cache (a named volume in compose.yaml) is created here
+# The non-root user the appliance runs as; /cache and /locks (named volumes in compose.yaml; /locks
+# is shared by every render on the host) are created here
 # owned by it so Docker seeds a new volume with that owner. Mode 1777 lets an override uid
 # (compose's RENDER_UID) use it too.
 RUN set -eu; \
     groupadd --gid 10001 render; \
     useradd --no-log-init --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
         --shell /usr/sbin/nologin render; \
-    mkdir -p /cache /data/in /data/out; \
-    chown render:render /cache /data/out; \
-    chmod 1777 /cache
+    mkdir -p /cache /locks /data/in /data/out /data/jobs; \
+    chown render:render /cache /data/out /data/jobs; \
+    chmod 1777 /cache /locks
 
 COPY --from=deps /opt/render/venv /opt/render/venv
 COPY --from=models /opt/render/models /opt/render/models

@@ -43,7 +43,6 @@ folders:
 	@mkdir -p in out
 	@mkdir -p jobs
 	@if [ "$(HOST_UID)" = 0 ]; then chown $(RENDER_UID):$(RENDER_GID) out jobs; fi
-	@[ -d $${RENDER_LOCK_HOST_DIR:-/var/lock/render} ] || install -d -m 1777 $${RENDER_LOCK_HOST_DIR:-/var/lock/render} 2>/dev/null || echo "create the lock folder once: sudo install -d -m 1777 /var/lock/render"
 
 render: folders
 	$(COMPOSE) run --rm render profile=$(PROFILE) $(ARGS)

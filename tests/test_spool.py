@@ -273,6 +273,8 @@ def test_compose_has_the_queue_service_and_the_shared_lock_mount():
     assert q["restart"] == "unless-stopped" and q["network_mode"] == "none"
     assert q["command"][:2] == ["work", "follow=true"]
     mounts = " ".join(q["volumes"])
-    assert "/var/lock/render" in mounts and "/data/jobs" in mounts
+    assert "render-locks:/locks" in mounts and "/data/jobs" in mounts
     for name in ("render", "render-cpu"):
-        assert any("/var/lock/render" in v for v in compose["services"][name]["volumes"]), name
+        assert "render-locks:/locks" in compose["services"][name]["volumes"], name
+    # one volume name for every compose project on the host: they all see the same locks
+    assert compose["volumes"]["render-locks"]["name"].endswith("render-locks}")

@@ -104,9 +104,6 @@ def project(tmp_path, image):
         os.chown(d / "out", dockerlib.CONTAINER_UID, dockerlib.CONTAINER_UID)
     else:
         os.chmod(d / "out", 0o777)
-    # the host's shared lock folder, as `make folders` creates /var/lock/render
-    (d / "locks").mkdir()
-    os.chmod(d / "locks", 0o1777)
     (d / "jobs").mkdir()
     if os.geteuid() == 0:
         os.chown(d / "jobs", dockerlib.CONTAINER_UID, dockerlib.CONTAINER_UID)
@@ -115,7 +112,7 @@ def project(tmp_path, image):
     name = f"rdt{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RENDER_", "COMPOSE_"))}
     env.update(COMPOSE_PROJECT_NAME=name, RENDER_CPU_IMAGE=dockerlib.TEST_IMAGE,
-               RENDER_LOCK_HOST_DIR=str(d / "locks"))
+               RENDER_LOCK_VOLUME=f"{name}-locks")
     containers: list[str] = []
 
     def compose(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -143,10 +140,11 @@ def project(tmp_path, image):
         except Exception:  # noqa: BLE001 - already gone (--rm)
             pass
     compose("down", "--volumes", "--remove-orphans", timeout=120)
-    try:
-        api.volumes.get(f"{name}_render-cache").remove(force=True)
-    except Exception:  # noqa: BLE001 - removed by `down`
-        pass
+    for volume in (f"{name}_render-cache", f"{name}-locks"):
+        try:
+            api.volumes.get(volume).remove(force=True)
+        except Exception:  # noqa: BLE001 - removed by `down`
+            pass
     if os.geteuid() == 0:   # files the container wrote belong to uid 10001: hand them back
         for p in [d, *d.rglob("*")]:
             os.lchown(p, 0, 0)
@@ -213,7 +211,9 @@ def test_compose_run_renders_the_input_folder(project):
     assert report["installation"]["image"]["base"] == dockerlib.BASE_IMAGE
     assert report["lock"]["device"] == "cpu"       # the CPU service locks the cpu device
     assert report["marks"]["c2pa"]["signed"] is True
-    assert sorted(p.name for p in (d / "locks").iterdir()) == ["cpu-0.lock"]
+    mounts = {m["Destination"]: m for m in
+              dockerlib.client(60).containers.get(cname).attrs["Mounts"]}
+    assert mounts["/locks"]["Name"] == f"{project['name']}-locks"     # the shared lock volume
 
     # the output checks of the renderer itself
     src, dst = mf.probe_counts(clip.path), mf.probe_counts(d / "out" / "clip.mp4")
@@ -266,7 +266,7 @@ print(json.dumps({
     "uid": os.getuid(), "gid": os.getgid(), "euid": os.geteuid(),
     "interfaces": sorted(os.listdir("/sys/class/net")),
     "paths": {p: writable(p) for p in ("/", "/opt/render/models", "/opt/render/app", "/data/in",
-                                       "/data/out", "/data/jobs", "/var/lock/render", "/cache",
+                                       "/data/out", "/data/jobs", "/locks", "/cache",
                                        "/tmp")},
 }))
 """
@@ -282,7 +282,7 @@ def test_container_is_locked_down(project):
     paths = facts["paths"]
     for ro in ("/", "/opt/render/models", "/opt/render/app", "/data/in"):
         assert paths[ro] == "Read-only file system", (ro, paths[ro])
-    for rw in ("/data/out", "/data/jobs", "/var/lock/render", "/cache", "/tmp"):
+    for rw in ("/data/out", "/data/jobs", "/locks", "/cache", "/tmp"):
         assert paths[rw] == "yes", (rw, paths[rw])
     assert sorted(p.name for p in (project["dir"] / "in").iterdir()) == ["source.jpg"]
 

@@ -17,7 +17,7 @@ def _compose() -> dict:
 def test_both_services_are_locked_down_the_same_way():
     services = _compose()["services"]
     assert {"render", "render-cpu", "render-queue", "render-queue-cpu"} <= set(services)
-    lock = "${RENDER_LOCK_HOST_DIR:-/var/lock/render}:/var/lock/render"
+    lock = "render-locks:/locks"
     for name, svc in services.items():
         if name == "render-web":      # the web page publishes a port (its own test checks it)
             continue
@@ -26,10 +26,11 @@ def test_both_services_are_locked_down_the_same_way():
         assert any(str(t).split(":")[0] == "/tmp" for t in svc["tmpfs"]), name
         assert sorted(svc["volumes"]) == sorted(["./in:/data/in:ro", "./out:/data/out",
                                                  "./jobs:/data/jobs", "render-cache:/cache", lock])
-        assert svc["environment"]["RENDER_LOCK_DIR"] == "/var/lock/render", name
+        assert svc["environment"]["RENDER_LOCK_DIR"] == "/locks", name
         uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", svc["user"]).split(":")[0]
         assert uid.isdigit() and int(uid) != 0, (name, svc["user"])
     assert "render-cache" in _compose()["volumes"]
+    assert _compose()["volumes"]["render-locks"]["name"] == "${RENDER_LOCK_VOLUME:-render-locks}"
 
 
 def test_only_the_gpu_service_asks_for_a_gpu_and_each_sits_in_its_own_profile():
