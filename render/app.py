@@ -37,7 +37,7 @@ from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
-from .runtime import LazySession, SessionFactory, strategy
+from .runtime import LazySession, SessionFactory, ThreadPolicy, strategy
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +177,9 @@ class Models:
         if self.enhancer_entry is not None:
             _check_contract(self.enhancer_entry, "enhance.model", ("enhancer-gfpgan",))
         self.factory = SessionFactory(cfg.execution, cfg.cache_path)
+        #: who gets the cores (ONNX Runtime or ffmpeg), decided once by the first render
+        self.threads = ThreadPolicy(cfg.execution.threads)
+        self.factory.threads = self.threads.threads
         self.settings = strategy(cfg.execution)
         self.detector = Detector(self._lazy(self.detector_entry), self.detector_entry.contract,
                                  size=cfg.detect.size, score=cfg.detect.score, nms_iou=cfg.detect.nms)
@@ -186,6 +189,17 @@ class Models:
         self.swapper = Swapper(self._lazy(self.swapper_entry), emap)
         self.enhancer = Enhancer(self._lazy(self.enhancer_entry), cfg.enhance.blend) \
             if self.enhancer_entry is not None else None
+
+    def apply_threads(self) -> None:
+        """Sessions on the CPU provider are recreated at their next call with the policy's threads."""
+        if self.factory.threads == self.threads.threads:
+            return
+        self.factory.threads = self.threads.threads
+        for holder in (self.detector, self.embedder, self.swapper, self.enhancer):
+            lazy = getattr(holder, "lazy", None)
+            if lazy is not None and lazy.loaded and (lazy.providers or ["CPUExecutionProvider"])[0] \
+                    == "CPUExecutionProvider":
+                lazy.release()
 
     def _lazy(self, entry: ModelEntry) -> LazySession:
         path = self.store.path(entry)
@@ -398,7 +412,8 @@ class Renderer:
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress,
                         before_commit=self.marker(plan, marks if marks is not None else {}),
-                        stop=stop, on_segment=on_segment)
+                        stop=stop, on_segment=on_segment, threads=self.models.threads,
+                        apply_threads=self.models.apply_threads)
 
     def up_to_date(self, job: Job) -> bool:
         """The output exists, is what its report says, and the report has this render's key."""

@@ -32,6 +32,7 @@ from .media.writer import FrameWriter
 from .pipeline import FaceStage, StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
+from .runtime import ThreadPolicy
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ class ExecResult:
     assembled: bool = False
     output_sha256: str | None = None
     output_streams: list = field(default_factory=list)   # what verify_output counted
+    threads: dict | None = None      # ThreadPolicy.summary(): who got the cores
 
 
 class WorkFolder:
@@ -272,8 +274,12 @@ class Executor:
                  frames_in_flight: int, progress: str = "off",
                  on_segment: Callable[[SegmentRecord | None, int, int], None] | None = None,
                  before_commit: Callable[[Path], None] | None = None,
-                 stop: Callable[[], str | None] | None = None) -> None:
+                 stop: Callable[[], str | None] | None = None,
+                 threads: ThreadPolicy | None = None,
+                 apply_threads: Callable[[], None] | None = None) -> None:
         self.plan = plan
+        self.threads = threads
+        self.apply_threads = apply_threads
         self._before_commit = before_commit
         self.stop = stop
         self.make_stage = make_stage
@@ -328,7 +334,8 @@ class Executor:
                 if progress is not None:
                     progress.close()
             result = ExecResult(plan, [records[i] for i in sorted(records)], rendered=len(todo),
-                                resumed=done_before, frames_decoded=decoded, times=times)
+                                resumed=done_before, frames_decoded=decoded, times=times,
+                                threads=self.threads.summary() if self.threads else None)
             if assemble:
                 self._assemble(result)
             return result
@@ -345,7 +352,7 @@ class Executor:
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
-            frames = stream(reader, writer.write, stage.process,
+            frames = stream(reader, writer.write, self._with_policy(stage.process, reader, writer),
                             frames_in_flight=self.frames_in_flight, times=seg_times,
                             progress=progress)
             if frames < seg.frames:
@@ -365,6 +372,27 @@ class Executor:
                                frames_touched=seg_times.frames_touched,
                                host=socket.gethostname())
         return self.work.commit(seg, tmp, record), reader.frames_read
+
+    def _with_policy(self, process: Callable[[list], None], reader: FrameReader,
+                     writer: FrameWriter) -> Callable[[list], None]:
+        """``process`` that also lets the thread policy watch this segment's ffmpeg children."""
+        policy = self.threads
+        if policy is None:
+            return process
+        children = [reader.proc.pid, writer.proc.pid]
+        policy.restart()
+        policy.renice(children)
+
+        def watched(batch: list) -> None:
+            process(batch)
+            if not policy.decided:
+                policy.observe(len(batch), children)
+                if policy.decided:
+                    log.info("threads: %s", policy.reason)
+                    policy.renice(children)
+                    if self.apply_threads is not None:
+                        self.apply_threads()
+        return watched
 
     # -- images ----------------------------------------------------------------------------------
     def _image(self) -> ExecResult:

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -83,17 +84,112 @@ def strategy(execution: Execution) -> StrategySettings:
     )
 
 
-def default_threads() -> int:
-    """Half the CPUs this process may use: the rest is for the ffmpeg decoder and encoder.
-
-    With every core given to ONNX Runtime the two compete and both slow down (bench, 2 cores,
-    swapper ≈ one floor frame: 59 ms/frame with 2 threads, 45 ms with 1 = the CPU-bound limit).
-    """
+def cpu_count() -> int:
+    """The CPUs this process may use."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 2
-    return max(1, cpus // 2)
+        return os.cpu_count() or 2
+
+
+def default_threads() -> int:
+    """Half the CPUs this process may use: what ONNX Runtime gets when ffmpeg is the busier side."""
+    return max(1, cpu_count() // 2)
+
+
+def child_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) a live child has used so far (/proc/PID/stat), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class ThreadPolicy:
+    """Who gets the cores when ``execution.threads=0``: ONNX Runtime's models or ffmpeg.
+
+    ONNX Runtime starts with every core. After the first ``WARMUP`` frames of a render (session
+    creation, first-call allocations), over the next ``WINDOW`` frames, the policy compares the CPU
+    time of the render process (the models, their pre- and post-processing, the pipes) with that of
+    the ffmpeg decoder and encoder:
+
+    * the models use at least ``MODELS_FIRST`` times ffmpeg's CPU (real models on a CPU): they
+      keep every core, and the ffmpeg children step back (nice ``NICE``), so that no ONNX Runtime
+      thread waits for an encoder holding its core; ffmpeg runs in the gaps between model calls;
+    * otherwise (light models, or a GPU doing the inference): ONNX Runtime gets half the cores and
+      its sessions on the CPU provider are recreated with that at their next call; ffmpeg keeps
+      the rest at normal priority.
+
+    Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
+    ``execution.threads`` or a single core leave it alone. Neither choice changes an output's
+    bytes (tests/test_threads.py renders with both and compares SHA-256s).
+    """
+
+    WARMUP = 4
+    WINDOW = 16
+    MODELS_FIRST = 1.5
+    NICE = 19
+
+    def __init__(self, fixed: int, cores: int | None = None) -> None:
+        self.cores = cores or cpu_count()
+        self.threads = fixed or self.cores
+        self.ffmpeg_nice = 0
+        self.decided = bool(fixed) or self.cores < 2
+        self.reason = f"execution.threads={fixed}" if fixed else \
+            ("one core" if self.cores < 2 else "undecided")
+        self._frames = 0
+        self._at = 0
+        self._start: tuple[float, float] | None = None
+
+    def observe(self, frames: int, children: list[int]) -> int | None:
+        """``frames`` more frames were processed while ``children`` (the ffmpeg pids) ran; returns
+        ONNX Runtime's new thread count when the policy lowers it, else None (``ffmpeg_nice``
+        says how the children should run)."""
+        if self.decided:
+            return None
+        self._frames += frames
+        if self._frames < self.WARMUP:
+            return None
+        cpu = [child_cpu_seconds(pid) for pid in children]
+        if not cpu or any(c is None for c in cpu):
+            return None
+        now = (time.process_time(), sum(c for c in cpu if c is not None))
+        if self._start is None:
+            self._start, self._at = now, self._frames
+            return None
+        n = self._frames - self._at
+        if n < self.WINDOW:
+            return None
+        own, ffmpeg = now[0] - self._start[0], now[1] - self._start[1]
+        self.decided = True
+        figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
+        if own >= self.MODELS_FIRST * ffmpeg:
+            self.ffmpeg_nice = self.NICE
+            self.reason = f"{figures}: ONNX Runtime keeps all {self.cores} cores, ffmpeg at nice {self.NICE}"
+            return None
+        self.threads = max(1, self.cores // 2)
+        self.reason = f"{figures}: ONNX Runtime gets {self.threads} of {self.cores} cores"
+        return self.threads
+
+    def restart(self) -> None:
+        """A new segment: its ffmpeg children are new processes, so the window starts again."""
+        self._start = None
+
+    def renice(self, children: list[int]) -> None:
+        """Run ``children`` (ffmpeg pids) at ``ffmpeg_nice``; best effort (a child may be gone)."""
+        if not self.ffmpeg_nice:
+            return
+        for pid in children:
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, self.ffmpeg_nice)
+            except (OSError, AttributeError):
+                pass
+
+    def summary(self) -> dict[str, Any]:
+        return {"onnxruntime_threads": self.threads, "cores": self.cores,
+                "ffmpeg_nice": self.ffmpeg_nice, "why": self.reason}
 
 
 def gpu_identity() -> str:
@@ -143,13 +239,15 @@ class SessionFactory:
                              f"available (available: {', '.join(available)}); add cpu to "
                              f"execution.providers")
         self._trt_dir: Path | None = None
+        #: ONNX Runtime's intra-op threads for the sessions created from now on (ThreadPolicy)
+        self.threads = execution.threads or cpu_count()
 
     def session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
         so.graph_optimization_level = _GRAPH_LEVELS[self.execution.graph_optimization]
         so.enable_cpu_mem_arena = self.settings.cpu_mem_arena
         so.enable_mem_pattern = self.settings.mem_pattern
-        so.intra_op_num_threads = self.execution.threads or default_threads()
+        so.intra_op_num_threads = self.threads
         # Idle ORT worker threads spin by default; next to the ffmpeg children and the pipeline's
         # own threads that burns the cores the encoder needs (bench: 0.64 → 0.81 of the floor).
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -197,8 +295,18 @@ class SessionFactory:
             raise ModelError(f"cannot load model {path}: {first}") from exc
 
 
+#: providers whose sessions can keep outputs in device memory (I/O binding)
+DEVICE_PROVIDERS = ("TensorrtExecutionProvider", "CUDAExecutionProvider")
+
+
 class LazySession:
-    """A session created on first use and dropped by :meth:`release` (memory strategies)."""
+    """A session created on first use and dropped by :meth:`release` (memory strategies).
+
+    On a GPU provider, :meth:`run` uses ONNX Runtime's I/O binding: the inputs are copied to the
+    device once and the outputs are written to buffers on the device that ONNX Runtime reuses
+    from call to call, then copied back in one step. If binding fails (an older ONNX Runtime, a
+    provider that refuses it), one line says so and the session runs plainly from then on.
+    """
 
     def __init__(self, create: Callable[[], ort.InferenceSession]) -> None:
         self._create = create
@@ -206,6 +314,11 @@ class LazySession:
         self._lock = threading.Lock()
         #: the execution providers the session actually got (None until it was created)
         self.providers: list[str] | None = None
+        #: whether :meth:`run` binds inputs and outputs on the device (GPU providers)
+        self.io_binding = False
+        #: model calls made through :meth:`run` and the seconds spent inside ONNX Runtime
+        self.calls = 0
+        self.run_seconds = 0.0
 
     @property
     def session(self) -> ort.InferenceSession:
@@ -215,7 +328,34 @@ class LazySession:
                     self._session = self._create()
                     providers = getattr(self._session, "get_providers", None)
                     self.providers = list(providers()) if providers else None
+                    self.io_binding = bool(self.providers) and self.providers[0] in DEVICE_PROVIDERS
         return self._session
+
+    def run(self, feed: dict[str, Any]) -> list[Any]:
+        """All outputs of one call, timed (``calls``, ``run_seconds``: the model's own cost inside
+        a render, comparable with the same model run alone)."""
+        session = self.session
+        t0 = time.perf_counter()
+        out = self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
+        self.run_seconds += time.perf_counter() - t0
+        self.calls += 1
+        return out
+
+    def _run_bound(self, session: ort.InferenceSession, feed: dict[str, Any]) -> list[Any]:
+        try:
+            binding = session.io_binding()
+            for name, value in feed.items():
+                binding.bind_cpu_input(name, value)
+            for output in session.get_outputs():
+                binding.bind_output(output.name, "cuda")
+            session.run_with_iobinding(binding)
+            return binding.copy_outputs_to_cpu()
+        except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            log.info("I/O binding on %s failed (%s): plain runs from now on",
+                     (self.providers or ["?"])[0], first)
+            self.io_binding = False
+            return session.run(None, feed)
 
     @property
     def loaded(self) -> bool:

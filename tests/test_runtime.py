@@ -99,11 +99,77 @@ def test_importing_render_turns_ort_telemetry_off():
     assert out.stdout.strip() == "1", out.stderr
 
 
-def test_threads_default_to_half_the_cpus(tmp_path):
+def test_threads_start_with_every_cpu_and_can_be_fixed(tmp_path):
     import os
-    from render.runtime import default_threads
+    from render.runtime import cpu_count, default_threads
     cpus = len(os.sched_getaffinity(0))
-    assert default_threads() == max(1, cpus // 2)
-    assert _factory(tmp_path).session_options().intra_op_num_threads == default_threads()
+    assert cpu_count() == cpus and default_threads() == max(1, cpus // 2)
+    assert _factory(tmp_path).session_options().intra_op_num_threads == cpus
     so = _factory(tmp_path, **{"execution.threads": 3}).session_options()
     assert so.intra_op_num_threads == 3
+
+def _identity_model(path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "relu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_run_counts_calls_and_plain_runs_on_the_cpu(tmp_path):
+    import numpy as np
+    import onnxruntime as ort
+
+    path = _identity_model(tmp_path / "relu.onnx")
+    lazy = LazySession(lambda: ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]))
+    x = np.array([[-1.0, 0.0, 2.0, -3.0]], np.float32)
+    np.testing.assert_array_equal(lazy.run({"x": x})[0], np.maximum(x, 0))
+    assert lazy.io_binding is False and lazy.calls == 1 and lazy.run_seconds > 0
+
+
+def test_io_binding_runs_and_falls_back_to_plain_runs_with_one_line(tmp_path, caplog):
+    """A session on a GPU provider runs through I/O binding (ONNX Runtime's real binding, here on a
+    CPU-only build); where binding fails (a provider or an older ONNX Runtime refusing it), one
+    line says so and plain runs follow."""
+    import numpy as np
+    import onnxruntime as ort
+
+    path = _identity_model(tmp_path / "relu.onnx")
+
+    class OnCuda:
+        """A real CPU session that reports the CUDA provider first, as a CUDA session does."""
+        refuse = False
+
+        def __init__(self):
+            self._s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+        def get_providers(self):
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+        def io_binding(self):
+            if self.refuse:
+                raise RuntimeError("no CUDA device to bind to\nsecond line")
+            return self._s.io_binding()
+
+        def __getattr__(self, name):
+            return getattr(self._s, name)
+
+    caplog.set_level(logging.INFO)
+    x = np.array([[1.0, -2.0, 3.0, -4.0]], np.float32)
+    bound = LazySession(OnCuda)
+    assert bound.session and bound.io_binding is True
+    np.testing.assert_array_equal(bound.run({"x": x})[0], np.maximum(x, 0))
+    assert bound.io_binding is True
+
+    OnCuda.refuse = True
+    lazy = LazySession(OnCuda)
+    for _ in range(3):
+        np.testing.assert_array_equal(lazy.run({"x": x})[0], np.maximum(x, 0))
+    assert lazy.io_binding is False and lazy.calls == 3
+    lines = [r.getMessage() for r in caplog.records if "I/O binding" in r.getMessage()]
+    assert len(lines) == 1 and "plain runs from now on" in lines[0]

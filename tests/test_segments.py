@@ -159,6 +159,28 @@ def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, cl
     assert sha(out) == reference
 
 
+def test_thread_policy_decides_mid_render_and_bytes_stay(workdir, standin_models, clip, reference):
+    """execution.threads=0: the policy measures the first frames, may recreate the sessions with
+    fewer threads and renice ffmpeg in the middle of a segment; the bytes stay those of a render
+    with one fixed thread."""
+    import json
+
+    out = workdir / "policy" / "clip.mp4"   # same name: the mark records it
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out, "execution.threads=0",
+                             "--verbose", cache="cache3"))
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == reference
+    threads = json.loads(Path(str(out) + ".report.json").read_text())["timing"]["threads"]
+    cores = len(os.sched_getaffinity(0))
+    if cores > 1:
+        assert threads["why"] != "undecided" and "CPU-ms/frame" in threads["why"], threads
+        assert "threads: render" in r.stderr
+        if "keeps all" in threads["why"]:
+            assert threads["onnxruntime_threads"] == cores and threads["ffmpeg_nice"] > 0
+        else:
+            assert threads["onnxruntime_threads"] == cores // 2 and threads["ffmpeg_nice"] == 0
+
+
 # -- inputs that lie ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def truncated(tmp_path_factory, clip):

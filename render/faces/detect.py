@@ -175,7 +175,7 @@ class Detector:
         blob = cv2.dnn.blobFromImage(canvas, scalefactor=scale, mean=(mean, mean, mean),
                                      swapRB=False, crop=False)   # BGR, NCHW float32
         inp = session.get_inputs()[0]
-        outputs = session.run(None, {inp.name: blob})
+        outputs = self.lazy.run({inp.name: blob})
         if self.contract == "detector-yunet":
             names = [o.name for o in session.get_outputs()]
             boxes, kps, scores = decode_yunet(outputs, (ch, cw), self.score, names)

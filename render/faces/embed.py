@@ -25,7 +25,7 @@ class Embedder:
         x = crop[:, :, ::-1].astype(np.float32) / 127.5 - 1.0
         session = self.lazy.session
         inp = session.get_inputs()[0]
-        out = session.run(None, {inp.name: x.transpose(2, 0, 1)[None]})[0]
+        out = self.lazy.run({inp.name: x.transpose(2, 0, 1)[None]})[0]
         return np.asarray(out, np.float32).reshape(-1)
 
 

@@ -29,7 +29,7 @@ class Enhancer:
             raise ModelError(f"enhancer input {inp.name} has shape {inp.shape}, expected NCHW")
         x = (crops[..., ::-1].astype(np.float32) / 255.0 - 0.5) / 0.5
         x = np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=input_dtype(inp.type))
-        out = np.asarray(session.run(None, {inp.name: x})[0], np.float32)
+        out = np.asarray(self.lazy.run({inp.name: x})[0], np.float32)
         out = (np.clip(out, -1.0, 1.0) + 1.0) / 2.0 * 255.0
         out = out.transpose(0, 2, 3, 1)[..., ::-1]
         mixed = self.blend * out + (1.0 - self.blend) * crops.astype(np.float32)

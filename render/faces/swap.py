@@ -79,7 +79,7 @@ class Swapper:
         n = crops.shape[0]
         target = (crops[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
         source = np.repeat(latent.reshape(1, -1), n, axis=0)
-        out = session.run(None, {"target": np.ascontiguousarray(target, dtype=t_dtype),
-                                 "source": source.astype(s_dtype)})[0]
+        out = self.lazy.run({"target": np.ascontiguousarray(target, dtype=t_dtype),
+                             "source": source.astype(s_dtype)})[0]
         out = np.clip(np.asarray(out, np.float32), 0.0, 1.0).transpose(0, 2, 3, 1)[..., ::-1]
         return np.rint(out * 255.0).astype(np.uint8)

@@ -1,0 +1,92 @@
+"""The thread policy: the busy side (ONNX Runtime's models or the ffmpeg children) gets the cores."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from render.runtime import ThreadPolicy, child_cpu_seconds
+
+BURN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"
+
+
+def _child(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _feed(policy: ThreadPolicy, pids: list[int], *, busy_s: float, frames: int) -> list[int | None]:
+    changes = []
+    for _ in range(frames):
+        t = time.process_time()
+        if busy_s:
+            while time.process_time() - t < busy_s:   # this process's own work (the "models")
+                pass
+        else:
+            time.sleep(0.02)
+        changes.append(policy.observe(1, pids))
+    return changes
+
+
+@pytest.fixture
+def busy_child():
+    p = _child(BURN)
+    yield p
+    p.kill()
+    p.wait()
+
+
+@pytest.fixture
+def idle_child():
+    p = _child("import time; time.sleep(60)")
+    yield p
+    p.kill()
+    p.wait()
+
+
+def test_child_cpu_seconds_reads_a_live_child_and_none_for_a_reaped_one(busy_child):
+    time.sleep(0.3)
+    assert child_cpu_seconds(busy_child.pid) > 0.05
+    p = _child("pass")
+    p.wait()
+    assert child_cpu_seconds(p.pid) is None
+
+
+def test_ffmpeg_busier_gives_onnx_runtime_half_the_cores(busy_child):
+    policy = ThreadPolicy(0, cores=4)
+    assert policy.threads == 4 and policy.ffmpeg_nice == 0
+    changes = _feed(policy, [busy_child.pid], busy_s=0.0,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert [c for c in changes if c is not None] == [2]
+    assert policy.decided and policy.threads == 2 and policy.ffmpeg_nice == 0
+    assert "ONNX Runtime gets 2 of 4 cores" in policy.reason
+    assert _feed(policy, [busy_child.pid], busy_s=0.0, frames=3) == [None] * 3   # decided once
+
+
+def test_models_busier_keep_every_core_and_ffmpeg_steps_back(idle_child):
+    policy = ThreadPolicy(0, cores=2)
+    changes = _feed(policy, [idle_child.pid], busy_s=0.01,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert all(c is None for c in changes)
+    assert policy.decided and policy.threads == 2
+    assert policy.ffmpeg_nice == ThreadPolicy.NICE
+    assert "keeps all 2 cores" in policy.reason
+
+
+def test_fixed_threads_or_one_core_are_left_alone(busy_child):
+    for policy in (ThreadPolicy(3, cores=8), ThreadPolicy(0, cores=1)):
+        assert policy.decided
+        assert _feed(policy, [busy_child.pid], busy_s=0.0, frames=25) == [None] * 25
+    assert ThreadPolicy(3, cores=8).threads == 3
+    assert ThreadPolicy(0, cores=1).threads == 1
+
+
+def test_a_new_segment_restarts_the_window(busy_child, idle_child):
+    policy = ThreadPolicy(0, cores=2)
+    _feed(policy, [idle_child.pid], busy_s=0.0, frames=ThreadPolicy.WARMUP + 3)
+    policy.restart()                                  # new children: their CPU counts from zero
+    changes = _feed(policy, [busy_child.pid], busy_s=0.0, frames=ThreadPolicy.WINDOW + 2)
+    assert [c for c in changes if c is not None] == [1]
