@@ -48,11 +48,17 @@ TESTS = ROOT / "tests"
 WORKER = Path(__file__).resolve().with_name("worker.py")
 MARK = "BENCH-RESULT "
 STAGES = ("decode", "detect", "embed", "swap", "enhance", "composite", "encode")
+MODEL_STAGES = ("detect", "embed", "swap", "enhance")
+REAL_CASES = ("real-720p-swap", "real-720p-enhance", "real-1080p-swap", "real-1080p-enhance",
+              "real-720p-low")
+ALL_CASES = ("null-720p", "null-1080p", "models-720p", "overlap-720p", "memory-60s") + REAL_CASES
 MiB = 1024 * 1024
 
 # the bench reads the fixtures and stand-ins of the test suite (no pytest needed)
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+import realistic  # noqa: E402 - bench/realistic.py, after the path set-up
 
 
 # ---------------------------------------------------------------------------------- small helpers
@@ -598,6 +604,25 @@ class Case:
     floors: list[dict] = field(default_factory=list)
     relays: list[dict] = field(default_factory=list)
     error: str | None = None
+    overrides: dict[str, str] | None = None        # realistic cases: their own settings
+    floor_overrides: dict[str, str] | None = None  # the floor's settings when not the case's
+    alone: dict[str, dict[str, float]] = field(default_factory=dict)   # threads -> model -> ms/call
+    bound: dict[str, Any] | None = None             # realistic.bound()
+
+    def calls_per_frame(self) -> dict[str, float]:
+        names = {k for r in self.runs for k in r.get("model_calls", {})}
+        return {k: self.med(lambda r, k=k: r.get("model_calls", {}).get(k, {}).get("calls", 0)
+                            / max(r["frames"], 1)) or 0.0 for k in names}
+
+    def in_render_ms(self, model: str) -> float | None:
+        return self.med(lambda r: r.get("model_calls", {}).get(model, {}).get("ms_per_call"))
+
+    @property
+    def bound_ratio(self) -> float | None:
+        """median over the runs of (fps / the compute bound's fps)."""
+        if not self.bound or not self.runs:
+            return None
+        return self.med(lambda r: r["fps"] / self.bound["fps"])
 
     def med(self, fn: Callable[[dict], float | None], runs: list[dict] | None = None) -> float | None:
         return median([fn(r) for r in (self.runs if runs is None else runs)])
@@ -659,10 +684,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--overlap-gflops", type=float, default=None,
                    help="swapper GFLOP of the overlap case (default: calibrated so that one swap "
                         "costs about one floor frame time)")
-    p.add_argument("--cases", default="null-720p,null-1080p,models-720p,overlap-720p,memory-60s",
+    p.add_argument("--cases", default=",".join(ALL_CASES),
                    help="comma separated subset of the cases (default: all)")
     p.add_argument("--seconds", type=float, default=None, help="length of the 720p/1080p clips (10)")
     p.add_argument("--memory-seconds", type=float, default=None, help="length of the memory clip (60)")
+    p.add_argument("--real-seconds", type=float, default=None,
+                   help="length of the realistic-cost clips (4; 1 with --quick)")
     p.add_argument("--ort-no-spin", action="store_true",
                    help="what-if experiment: the worker patches SessionFactory.session_options to "
                         "turn ONNX Runtime's thread spin-waiting off (not what render ships)")
@@ -688,6 +715,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.seconds = 2.0 if a.quick else 10.0
     if a.memory_seconds is None:
         a.memory_seconds = 4.0 if a.quick else 60.0
+    if a.real_seconds is None:
+        a.real_seconds = 1.0 if a.quick else 4.0
     a.cases = [c.strip() for c in a.cases.split(",") if c.strip()]
     return a
 
@@ -743,6 +772,22 @@ def report_case(c: Case) -> None:
         f"{max(r['tmp_written_bytes'] for r in c.runs)}")
 
 
+def report_real(c: Case, threads_used: int) -> None:
+    b = c.bound
+    cpf = c.calls_per_frame()
+    log(f"  × floor {fmt(c.ratio, '.3f')}; compute bound {b['fps']:.2f} fps = models alone with "
+        f"{cores()} threads {b['models_ms']:.1f} ms/frame + floor {b['floor_ms']:.1f} ms/frame; "
+        f"render reaches {fmt(c.bound_ratio, '.2f')} of it (ONNX Runtime threads in the render: "
+        f"{threads_used})")
+    for m in MODEL_STAGES:
+        if m not in cpf:
+            continue
+        alone = c.alone.get(str(threads_used), {}).get(m)
+        log(f"  {m}: {cpf[m]:.2f} calls/frame; ms/call in the render {fmt(c.in_render_ms(m), '.1f')}, "
+            f"alone with the same {threads_used} threads {fmt(alone, '.1f')}, alone with all "
+            f"{cores()} {fmt(c.alone[str(cores())].get(m), '.1f')}")
+
+
 def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, Any],
             overlap: dict[str, Any] | None) -> str:
     out = []
@@ -768,6 +813,8 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
     out.append("| " + " | ".join(hdr) + " |")
     out.append("|" + "|".join("---" for _ in hdr) + "|")
     for c in cases.values():
+        if c.name in REAL_CASES:
+            continue
         if c.error:
             out.append(f"| {c.name} | {c.clip_name} | {c.models} | failed | | | | " + " | " * len(STAGES) + " | | |")
             continue
@@ -778,6 +825,33 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
                fmt(c.ratio, ".2f", ""), cpu] + [fmt(c.stage(s), ".1f") for s in STAGES] + \
             [fmt(c.rss_mib, ".0f"), fmt(c.ttff, ".2f"), str(c.written)]
         out.append("| " + " | ".join(row) + " |")
+    real = [c for c in cases.values() if c.name in REAL_CASES]
+    if real:
+        out.append("")
+        out.append("Realistic-cost cases (stand-ins with the production models' cost and weight sizes, "
+                   "real YuNet, the astronaut clip; `bench/realistic.py`). Bound = compute bound: "
+                   "1 / (models alone with all cores + floor), per frame. ms/call: ONNX Runtime's "
+                   "own time per call inside the render / alone with the same threads.")
+        out.append("")
+        hdr = ["case", "fps", "floor fps", "× floor", "bound fps", "of bound", "CPU %"] + \
+            [f"{s} ms" for s in STAGES] + ["swap ms/call render / alone", "enhance ms/call render / alone"]
+        out.append("| " + " | ".join(hdr) + " |")
+        out.append("|" + "|".join("---" for _ in hdr) + "|")
+        for c in real:
+            if c.error or not c.runs:
+                out.append(f"| {c.name} | failed |" + " |" * (len(hdr) - 2))
+                continue
+            threads = str(int(c.med(lambda r: r.get("ort_threads") or 0) or 0))
+
+            def pair(m: str) -> str:
+                alone = c.alone.get(threads, {}).get(m)
+                return "" if c.in_render_ms(m) is None else \
+                    f"{fmt(c.in_render_ms(m), '.0f')} / {fmt(alone, '.0f')}"
+            row = [c.name, fmt(c.fps, ".2f"), fmt(c.floor_fps, ".1f"), fmt(c.ratio, ".3f"),
+                   fmt(c.bound["fps"] if c.bound else None, ".2f"), fmt(c.bound_ratio, ".2f"),
+                   fmt(c.med(lambda r: r["cpu_s"] / r["wall_s"] / cores() * 100), ".0f")] + \
+                [fmt(c.stage(s), ".1f") for s in STAGES] + [pair("swap"), pair("enhance")]
+            out.append("| " + " | ".join(row) + " |")
     out.append("")
     out.append("| target | figure | met |")
     out.append("|---|---|---|")
@@ -849,6 +923,18 @@ def targets(cases: dict[str, Case], overlap: dict[str, Any] | None) -> list[tupl
         rows.append(("no bytes left outside the output (HOME, TMPDIR, cache_dir, output and "
                      "target folders; the work folder is removed)", f"max {total} B per render"
                      + (f" ({', '.join(files[:3])})" if files else ""), _met(total == 0)))
+    yardsticks = {"real-720p-swap": (0.10, "equal settings, 720p swap ≥ 0.10 × floor (2 × FaceFusion)"),
+                  "real-1080p-swap": (0.20, "equal settings, 1080p swap ≥ 0.20 × floor (2 × FaceFusion)"),
+                  "real-720p-low": (0.15, "profile low's own settings, 720p ≥ 0.15 × floor (3 × FaceFusion)")}
+    for name, (need, text) in yardsticks.items():
+        c = cases.get(name)
+        if c and not c.error and c.ratio is not None:
+            rows.append((text, f"{c.fps:.2f} / {c.floor_fps:.1f} fps = {c.ratio:.3f}", _met(c.ratio >= need)))
+    for c in cases.values():
+        if c.name in REAL_CASES and not c.error and c.bound_ratio is not None:
+            rows.append((f"{c.name} ≥ 0.85 of its compute bound",
+                         f"{c.fps:.2f} / {c.bound['fps']:.2f} fps = {c.bound_ratio:.2f}",
+                         _met(c.bound_ratio >= 0.85)))
     ttffs = [(c.name, c.ttff) for c in cases.values() if not c.error and c.ttff is not None]
     if ttffs:
         worst = max(ttffs, key=lambda t: t[1])
@@ -888,11 +974,13 @@ def main(argv: list[str] | None = None) -> int:
         log(f"experiment: {' '.join(args.set + args.worker_env)}"
             f"{' ORT spinning off (patched)' if args.ort_no_spin else ''}")
 
-    known = ("null-720p", "null-1080p", "models-720p", "overlap-720p", "memory-60s")
-    unknown = [c for c in args.cases if c not in known]
+    unknown = [c for c in args.cases if c not in ALL_CASES]
     if unknown:
-        log(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        log(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(ALL_CASES)}")
         return 2
+    if any(c in REAL_CASES for c in args.cases) and realistic.yunet_path() is None:
+        log(f"the realistic cases need the real YuNet detector at {realistic.YUNET}; skipped")
+        args.cases = [c for c in args.cases if c not in REAL_CASES]
 
     # -- clips --------------------------------------------------------------------------------
     s, ms = args.seconds, args.memory_seconds
@@ -904,9 +992,19 @@ def main(argv: list[str] | None = None) -> int:
     log("clips:")
     clips: dict[str, Clip] = {}
     for case in args.cases:
-        for k in need[case]:
+        for k in need.get(case, []):
             if k not in clips:
                 clips[k] = make_clip(specs[k], clips_dir, args.fresh_clips)
+    rs = args.real_seconds
+    for case in args.cases:
+        if case in REAL_CASES:
+            k = "photo-1080p" if "1080p" in case else "photo-720p"
+            if k not in clips:
+                spec = ClipSpec(f"{k} {rs:g}s", 1920 if "1080p" in k else 1280,
+                                1080 if "1080p" in k else 720, rs)
+                path, n = realistic.real_clip(clips_dir, spec.width, spec.height, rs,
+                                              args.fresh_clips, log)
+                clips[k] = Clip(spec, path, n, n, n)
     source = work / "source.jpg"
     mf.make_source_image(source)
 
@@ -929,6 +1027,10 @@ def main(argv: list[str] | None = None) -> int:
         envs[name] = Env(work / "env" / name, extra=worker_env)
 
     model_set("null", null=True)
+    if any(c in REAL_CASES for c in args.cases):
+        model_dirs["real"] = realistic.real_models(home, log)
+        envs["real"] = Env(work / "env" / "real", extra=worker_env)
+        real_source = realistic.source_image(work / "photo-source.png")
     enhance = args.enhance or args.enhancer_gflops > 0
     model_set("models", null=args.null, gflops={
         "scrfd_2.5g": args.detector_gflops, "arcface_w600k_r50": args.embedder_gflops,
@@ -953,11 +1055,11 @@ def main(argv: list[str] | None = None) -> int:
     warmed: set[str] = set()
     failures = 0
 
-    def warm(models: str) -> None:
+    def warm(models: str, ov: dict[str, str] | None = None, clip: Clip | None = None) -> None:
         if models in warmed:
             return
-        clip = clips.get("720p") or next(iter(clips.values()))
-        ov = dict(overrides_for(models), trim="0-1")   # 1 s fills every cache
+        clip = clip or clips.get("720p") or next(iter(clips.values()))
+        ov = dict(ov or overrides_for(models), trim="0-1")   # 1 s fills every cache
         t0 = time.perf_counter()
         run_worker(ov, envs[models], work / "out" / f"warm-{models}", clip.path, scan_tmp=[],
                    exclude_tmp=[], timeout=args.timeout, patches=patches)
@@ -972,16 +1074,17 @@ def main(argv: list[str] | None = None) -> int:
         t_case = time.perf_counter()
         log(f"\n== {case.name}: {clip.spec.name} ({clip.frames} frames, {clip.faces} faces), "
             f"{case.models!r} model set" + (f" -- {case.note}" if case.note else ""))
+        ov = case.overrides or overrides_for(case.models)
         try:
-            warm(case.models)
+            warm(case.models, ov, clip)
             for i in range(args.repeat):
                 if case.floor:
                     case.floors.append(run_floor(clip, work / "out" / f"{case.name}-floor",
-                                                 overrides_for(case.models)))
+                                                 case.floor_overrides or ov))
                     if args.relay:
                         case.relays.append(run_floor(clip, work / "out" / f"{case.name}-relay",
-                                                     overrides_for(case.models), relay=True))
-                r = run_worker(overrides_for(case.models), envs[case.models],
+                                                     case.floor_overrides or ov, relay=True))
+                r = run_worker(ov, envs[case.models],
                                work / "out" / f"{case.name}-{i}", clip.path, scan_tmp=scan_tmp,
                                exclude_tmp=exclude_tmp, timeout=args.timeout, patches=patches)
                 if r["frames"] != clip.frames:
@@ -1055,6 +1158,35 @@ def main(argv: list[str] | None = None) -> int:
             case.error = str(exc)
             failures += 1
             report_case(case)
+    for name in REAL_CASES:
+        if name not in args.cases:
+            continue
+        res = "1080p" if "1080p" in name else "720p"
+        ov = dict(realistic.LOW_SETTINGS if name.endswith("-low") else realistic.EQUAL_SETTINGS)
+        ov.update({"execution.providers": args.providers, "progress": "off",
+                   "source": str(real_source), "models.dir": str(model_dirs["real"])})
+        if name.endswith("-enhance"):
+            ov["enhance.enabled"] = "true"
+        ov.update(kv.split("=", 1) for kv in args.set)
+        floor_ov = dict(ov, **{k: realistic.EQUAL_SETTINGS[k] for k in
+                               ("encode.codec", "encode.preset", "encode.crf")})
+        case = Case(name, f"photo-{res}", "real", floor=True, overrides=ov, floor_overrides=floor_ov,
+                    note=f"{name}: " + " ".join(f"{k}={v}" for k, v in ov.items()
+                                                if k not in ("source", "models.dir", "progress")))
+        cases[name] = case
+        measure(case)
+        if case.error or not case.runs:
+            continue
+        try:
+            threads_used = int(case.med(lambda r: r.get("ort_threads") or 0) or 0)
+            for t in sorted({cores(), threads_used} - {0}):
+                case.alone[str(t)] = realistic.time_alone(dict(ov, cache_dir=str(envs["real"].cache)),
+                                                          clips[case.clip].path, t)
+            floor_ms = 1000.0 / case.floor_fps
+            case.bound = realistic.bound(case.alone[str(cores())], case.calls_per_frame(), floor_ms)
+            report_real(case, threads_used)
+        except Exception as exc:  # noqa: BLE001 - a failed side measurement must not lose the case
+            log(f"  compute bound of {name} failed: {exc}")
     if "memory-60s" in args.cases:
         case = Case("memory-60s", "720p-long", "null", floor=False,
                     note="memory-60s uses null models (the 60 s clip with real compute would not fit "

@@ -50,6 +50,25 @@ def _rusage(who: int) -> dict[str, float]:
             "oublock": r.ru_oublock, "inblock": r.ru_inblock}
 
 
+def _model_calls(renderer) -> dict[str, dict[str, float]]:
+    """Per model: calls made inside the render and ms per call spent in ONNX Runtime (LazySession)."""
+    m = renderer.models
+    out = {}
+    for name, holder in (("detect", m.detector), ("embed", m.embedder), ("swap", m.swapper),
+                         ("enhance", m.enhancer)):
+        lazy = getattr(holder, "lazy", None)
+        if lazy is not None and lazy.calls:
+            out[name] = {"calls": lazy.calls, "ms_per_call": lazy.run_seconds * 1000.0 / lazy.calls}
+    return out
+
+
+def _ort_threads(renderer) -> int | None:
+    from render.runtime import SessionFactory
+
+    factory = getattr(renderer.models, "factory", None)
+    return factory.session_options().intra_op_num_threads if isinstance(factory, SessionFactory) else None
+
+
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[1] if len(argv) > 1 else sys.stdin.read())
     overrides = {str(k): str(v) for k, v in spec["overrides"].items()}
@@ -110,6 +129,8 @@ def main(argv: list[str]) -> int:
         "proc_io": _proc_io(),
         "output_bytes": job.output.stat().st_size if job.output.exists() else 0,
         "threads": cfg.execution.threads,
+        "ort_threads": _ort_threads(renderer),
+        "model_calls": _model_calls(renderer),
         "pid": os.getpid(),
     }
     sys.stdout.write(MARK + json.dumps(out) + "\n")

@@ -113,22 +113,44 @@ def _np_dtype(elem_type: int):
     return np.float16 if elem_type == TensorProto.FLOAT16 else np.float32
 
 
-def _dummy_zero(g: _Graph, source: str, elem_type: int, gflops: float) -> str | None:
+def _dummy_zero(g: _Graph, source: str, elem_type: int, gflops: float, weights_mb: float = 0.0) -> str | None:
     """Emulate ``gflops`` of extra compute that depends on ``source``; returns a scalar 0 tensor name.
 
-    A = W * (1 + mean(source)); then A = A @ W, repeated. W = 1/n everywhere is idempotent, so values
-    stay bounded (no inf/NaN, so ``x * 0`` is exactly 0). The final ReduceSum is multiplied by 0.
+    Without ``weights_mb``: A = W * (1 + mean(source)); then A = A @ W, repeated. W = 1/n everywhere is
+    idempotent, so values stay bounded (no inf/NaN, so ``x * 0`` is exactly 0). The final ReduceSum is
+    multiplied by 0.
+
+    With ``weights_mb``: the weights of a real model -- about ``weights_mb`` MiB of distinct n x n
+    matrices W_i, each read once per call like a real network's layers, so the file size, load time
+    and memory traffic per call are of the right order. A has m rows per item of the batch, chosen
+    so that the chain costs ``gflops`` per item; each W_i is column-stochastic (non-negative, columns sum to 1), so every entry of
+    A @ W_i is a convex combination of A's and values stay bounded.
     """
     if not gflops or gflops <= 0:
         return None
     dt = _np_dtype(elem_type)
     n = _DUMMY_N
-    count = max(1, int(math.ceil(gflops * 1e9 / (2.0 * n**3))))
-    w = g.const(np.full((n, n), 1.0 / n, dtype=dt), "dummy_w")
-    t = g.op("ReduceMean", [source], "dummy_mean", keepdims=0)
-    a = g.op("Add", [g.op("Mul", [w, t]), w], "dummy_a")
-    for _ in range(count):
-        a = g.op("MatMul", [a, w], "dummy_mm")
+    if weights_mb and weights_mb > 0:
+        k = max(1, int(round(weights_mb * 2**20 / (n * n * np.dtype(dt).itemsize))))
+        m = max(1, int(round(gflops * 1e9 / (2.0 * n * n * k))))
+        rs = np.random.RandomState(4242 + k)
+        # one [m, n] activation per item of the batch: the cost scales with the batch, as a real
+        # network's does
+        t = g.op("ReduceMean", [source], "dummy_item_mean", axes=[1, 2, 3], keepdims=1)  # [b,1,1,1]
+        t = g.op("Reshape", [t, g.const(np.array([-1, 1, 1], dtype=np.int64), "shape")], "dummy_t")
+        a0 = g.const(np.full((m, n), 1.0 / n, dtype=dt), "dummy_a0")
+        a = g.op("Add", [g.op("Mul", [a0, t]), a0], "dummy_a")                       # [b,m,n]
+        for _ in range(k):
+            w = rs.random_sample((n, n)).astype(np.float32) + 0.01
+            w /= w.sum(axis=0, keepdims=True)
+            a = g.op("MatMul", [a, g.const(w.astype(dt), "dummy_w")], "dummy_mm")
+    else:
+        t = g.op("ReduceMean", [source], "dummy_mean", keepdims=0)
+        count = max(1, int(math.ceil(gflops * 1e9 / (2.0 * n**3))))
+        w = g.const(np.full((n, n), 1.0 / n, dtype=dt), "dummy_w")
+        a = g.op("Add", [g.op("Mul", [w, t]), w], "dummy_a")
+        for _ in range(count):
+            a = g.op("MatMul", [a, w], "dummy_mm")
     s = g.op("ReduceSum", [a], "dummy_sum", keepdims=0)
     return g.op("Mul", [s, g.const(np.array(0.0, dtype=dt), "zero")], "dummy_zero")
 
@@ -194,7 +216,7 @@ def _local_max(g: _Graph, sc: str, s: int) -> str:
     return g.op("Mul", [sc, keep], f"peak{s}")
 
 
-def make_scrfd(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
+def make_scrfd(path: PathLike, *, gflops: float = 0.0, weights_mb: float = 0.0) -> onnx.ModelProto:
     """Write the SCRFD stand-in (see the module docstring) to ``path``; returns the model."""
     g = _Graph("scrfd")
     x = "input"
@@ -204,7 +226,7 @@ def make_scrfd(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
     zero = g.const(np.array(0.0, dtype=np.float32), "zero")
     one = g.const(np.array(1.0, dtype=np.float32), "one")
     f = g.op("Clip", [f, zero, one], "faceness")
-    dz = _dummy_zero(g, x, TensorProto.FLOAT, gflops)
+    dz = _dummy_zero(g, x, TensorProto.FLOAT, gflops, weights_mb)
 
     kps_unit = (ARCFACE_112_V2 * 4.0 - 2.0).astype(np.float32).reshape(1, 10)  # stride units
     outputs: dict[str, str] = {}
@@ -240,7 +262,7 @@ def make_scrfd(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
 
 
 # --------------------------------------------------------------------------------------- ArcFace
-def make_arcface(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
+def make_arcface(path: PathLike, *, gflops: float = 0.0, weights_mb: float = 0.0) -> onnx.ModelProto:
     """ArcFace stand-in: input [1,3,112,112] RGB x/127.5-1 -> output [1,512] raw embedding."""
     rs = np.random.RandomState(112)
     w = (rs.standard_normal((192, 512)) / math.sqrt(192.0) * 8.0).astype(np.float32)
@@ -249,7 +271,7 @@ def make_arcface(path: PathLike, *, gflops: float = 0.0) -> onnx.ModelProto:
     y = g.op("AveragePool", ["input"], "pool", kernel_shape=[14, 14], strides=[14, 14])  # [1,3,8,8]
     y = g.op("Flatten", [y], "flat", axis=1)  # [1,192]
     y = g.op("MatMul", [y, g.const(w, "proj")], "proj")
-    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops)
+    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops, weights_mb)
     if dz is not None:
         y = g.op("Add", [y, g.const(b, "bias")], "biased")
         g.op("Add", [y, dz], output="output")
@@ -267,7 +289,7 @@ def _emap() -> np.ndarray:
 
 
 def make_inswapper(path: PathLike, *, fp16: bool = False, dynamic_batch: bool = False, gflops: float = 0.0,
-                   null: bool = False) -> onnx.ModelProto:
+                   null: bool = False, weights_mb: float = 0.0) -> onnx.ModelProto:
     """inswapper stand-in: target [1,3,128,128] RGB 0..1 + source [1,512] latent -> output RGB 0..1.
 
     out = clip(0.6 * target + 0.4 * sigmoid((source @ emap) @ W3) + pattern, 0, 1), with a fixed
@@ -287,7 +309,7 @@ def make_inswapper(path: PathLike, *, fp16: bool = False, dynamic_batch: bool = 
     # emap goes last: build its node first but append its initializer at the very end.
     emap_name = "emap"
     lat = g.op("MatMul", ["source", emap_name], "latent_emap")  # [n,512]
-    dz = _dummy_zero(g, "target", et, gflops)
+    dz = _dummy_zero(g, "target", et, gflops, weights_mb)
     if null:
         z = g.op("Mul", [g.op("ReduceSum", [lat], "lat_sum", keepdims=0), g.const(np.array(0.0, dt), "zero")])
         if dz is not None:
@@ -314,7 +336,7 @@ def make_inswapper(path: PathLike, *, fp16: bool = False, dynamic_batch: bool = 
 
 # --------------------------------------------------------------------------------------- GFPGAN
 def make_gfpgan(path: PathLike, *, dynamic_batch: bool = False, gflops: float = 0.0,
-                null: bool = False) -> onnx.ModelProto:
+                null: bool = False, weights_mb: float = 0.0) -> onnx.ModelProto:
     """GFPGAN stand-in: input [1,3,512,512] RGB in -1..1 -> output [1,3,512,512] in -1..1.
 
     out = clip(tanh(1.2 * x) + 0.05 * tanh(M @ channel_means(x)), -1, 1) with a fixed 3x3 M;
@@ -323,7 +345,7 @@ def make_gfpgan(path: PathLike, *, dynamic_batch: bool = False, gflops: float = 
     rs = np.random.RandomState(1024)
     m = rs.standard_normal((3, 3, 1, 1)).astype(np.float32)
     g = _Graph("gfpgan")
-    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops)
+    dz = _dummy_zero(g, "input", TensorProto.FLOAT, gflops, weights_mb)
     if null:
         if dz is not None:
             g.op("Add", ["input", dz], output="output")
@@ -388,28 +410,37 @@ def _dump_yaml(doc: dict) -> str:
 
 
 def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
-                   dynamic_batch: Knob = False) -> dict[str, dict]:
+                   dynamic_batch: Knob = False, weights_mb: Knob = 0.0,
+                   yunet: PathLike | None = None) -> dict[str, dict]:
     """Write the five stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
 
     Knobs take a single value for every model that supports them, or a mapping from entry name
     (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``)
-    to a value: ``gflops`` (all models), ``null`` and ``dynamic_batch`` (swappers and enhancer).
+    to a value: ``gflops`` and ``weights_mb`` (all models; see ``_dummy_zero``), ``null`` and
+    ``dynamic_batch`` (swappers and enhancer). ``yunet``: a real YuNet file (``shared/models``),
+    copied in as the manifest entry ``yunet`` (``detect.model=yunet``).
     """
     d = Path(dir)
     d.mkdir(parents=True, exist_ok=True)
     builders = {
-        "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0))),
-        "arcface_w600k_r50": lambda p: make_arcface(p, gflops=float(_knob(gflops, "arcface_w600k_r50", 0.0))),
+        "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0)),
+                                           weights_mb=float(_knob(weights_mb, "scrfd_2.5g", 0.0))),
+        "arcface_w600k_r50": lambda p: make_arcface(
+            p, gflops=float(_knob(gflops, "arcface_w600k_r50", 0.0)),
+            weights_mb=float(_knob(weights_mb, "arcface_w600k_r50", 0.0))),
         "inswapper_128": lambda p: make_inswapper(
             p, fp16=False, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128", False)),
-            gflops=float(_knob(gflops, "inswapper_128", 0.0)), null=bool(_knob(null, "inswapper_128", False))),
+            gflops=float(_knob(gflops, "inswapper_128", 0.0)), null=bool(_knob(null, "inswapper_128", False)),
+            weights_mb=float(_knob(weights_mb, "inswapper_128", 0.0))),
         "inswapper_128_fp16": lambda p: make_inswapper(
             p, fp16=True, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128_fp16", False)),
             gflops=float(_knob(gflops, "inswapper_128_fp16", 0.0)),
-            null=bool(_knob(null, "inswapper_128_fp16", False))),
+            null=bool(_knob(null, "inswapper_128_fp16", False)),
+            weights_mb=float(_knob(weights_mb, "inswapper_128_fp16", 0.0))),
         "gfpgan_1.4": lambda p: make_gfpgan(
             p, dynamic_batch=bool(_knob(dynamic_batch, "gfpgan_1.4", False)),
-            gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False))),
+            gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False)),
+            weights_mb=float(_knob(weights_mb, "gfpgan_1.4", 0.0))),
     }
     models: dict[str, dict] = {}
     for name, build in builders.items():
@@ -425,6 +456,15 @@ def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
         }
         entry.update(meta)
         models[name] = entry
+    if yunet is not None:
+        path = d / "face_detection_yunet.onnx"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(Path(yunet).read_bytes())
+        os.replace(tmp, path)
+        models["yunet"] = {"file": path.name, "sha256": _sha256(path), "size": path.stat().st_size,
+                           "urls": [], "licence": "MIT (real OpenCV Zoo YuNet variant)",
+                           "commercial_use": True, "contract": "detector-yunet", "template": None,
+                           "input_size": 640, "precision": "fp32"}
     text = _dump_yaml({"version": 1, "models": models})
     tmp = d / "manifest.yaml.tmp"
     tmp.write_text(text, encoding="utf-8")

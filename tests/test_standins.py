@@ -425,3 +425,33 @@ def test_small_clip_without_audio(tmp_path):
     assert frames.shape == (4, 240, 320, 3)
     assert frames.flags.writeable
     assert mf.face_side(16, 320, 240) == 32 and mf.face_side(32, 320, 240) == 64
+
+
+def test_weights_padded_to_a_real_size_keep_outputs_and_scale_with_the_batch(tmp_path):
+    """weights_mb: distinct weight matrices summing to the file size (the realistic bench set);
+    the outputs are those of the plain stand-in, emap stays last, and the cost follows the batch."""
+    rs = np.random.RandomState(6)
+    target = rs.uniform(0, 1, (4, 3, 128, 128)).astype(np.float32)
+    src = rs.standard_normal((4, 512)).astype(np.float32)
+    heavy, plain = tmp_path / "heavy.onnx", tmp_path / "plain.onnx"
+    standins.make_inswapper(heavy, dynamic_batch=True, gflops=0.5, weights_mb=6)
+    standins.make_inswapper(plain, dynamic_batch=True)
+    size = heavy.stat().st_size
+    assert 6 * 2**20 <= size <= 7.5 * 2**20, size
+    model = onnx.load(str(heavy))
+    assert model.graph.initializer[-1].name == "emap"
+    matmuls = [n for n in model.graph.node if n.op_type == "MatMul" and "dummy_mm" in n.output[0]]
+    assert len(matmuls) == 6        # one per MiB: distinct 512 x 512 float32 matrices
+    out = _session(heavy).run(None, {"target": target, "source": src})[0]
+    np.testing.assert_array_equal(out, _session(plain).run(None, {"target": target, "source": src})[0])
+    # the dummy chain's activations are [batch, m, 512]: the work follows the batch
+    shapes = onnx.shape_inference.infer_shapes(model)
+    dims = {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in shapes.graph.value_info}
+    first = dims[matmuls[0].output[0]]
+    assert len(first) == 3 and first[2] == 512 and not isinstance(first[0], int), first
+    yunet = Path(__file__).resolve().parents[2] / "shared" / "models" / "face_detection_yunet.onnx"
+    if yunet.is_file():
+        models = standins.write_standins(tmp_path / "set", yunet=yunet)
+        assert models["yunet"]["contract"] == "detector-yunet"
+        assert (tmp_path / "set" / models["yunet"]["file"]).read_bytes() == yunet.read_bytes()

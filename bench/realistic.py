@@ -1,0 +1,174 @@
+"""The realistic-cost cases of ``make bench``: stand-ins that cost what the production models cost.
+
+The production files cannot be downloaded here, so the stand-ins of ``tests/standins.py`` keep each
+real model's I/O contract and get its per-call cost and weight size (``shared/docs/models.md``):
+
+============== ============ ============= =========================================
+model          GFLOP / call weights (MiB) note
+============== ============ ============= =========================================
+inswapper_128  10           530 (265 fp16) one call per swapped face
+arcface_w600k  5            166           source/reference once, then once per track
+gfpgan_1.4     40           325           one call per face when enhance.enabled
+yunet          real                       ``shared/models/face_detection_yunet.onnx``
+============== ============ ============= =========================================
+
+The extra compute is a chain of MatMuls over distinct weight matrices that sum to the file size,
+so load time and the memory traffic of every call are of the right order (``_dummy_zero``).
+The clip is the astronaut portrait (a real face the real YuNet finds) drifting over a background.
+
+Yardsticks, measured in the same bench run (issue 13):
+
+* the ffmpeg **floor**: decode → raw pipe → libx264 veryfast crf 10 → audio copy;
+* the **compute bound** of a case: 1 / (Σ per frame of each model call's time alone in ONNX
+  Runtime with all cores + the floor's time per frame). Model times alone are measured here with the
+  renderer's own model layer (``render.faces``) on a frame of the clip, timing ONNX Runtime only
+  (``LazySession.run``), exactly like the in-render figures the worker reports.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+YUNET = ROOT.parent / "shared" / "models" / "face_detection_yunet.onnx"
+
+#: per-call cost (GFLOP) and weight size (MiB) of the production models
+REAL_GFLOPS = {"arcface_w600k_r50": 5.0, "inswapper_128": 10.0, "inswapper_128_fp16": 10.0,
+               "gfpgan_1.4": 40.0}
+REAL_WEIGHTS_MB = {"arcface_w600k_r50": 166.0, "inswapper_128": 530.0, "inswapper_128_fp16": 265.0,
+                   "gfpgan_1.4": 325.0}
+
+#: the settings of the side-by-side comparison with FaceFusion 3.8.1 (issue 13): reference
+#: selection, box mask, yunet at 640, fp32 swapper, the floor's encoder settings, CPU provider
+EQUAL_SETTINGS = {"profile": "moderate", "detect.model": "yunet", "detect.size": "640",
+                  "select.mode": "reference", "mask.type": "box", "swap.precision": "fp32",
+                  "encode.codec": "libx264", "encode.preset": "veryfast", "encode.crf": "10"}
+
+#: profile low's own settings; the detector is yunet because no real SCRFD is available here
+LOW_SETTINGS = {"profile": "low", "detect.model": "yunet"}
+
+
+def yunet_path() -> Path | None:
+    return YUNET if YUNET.is_file() else None
+
+
+def real_models(home: Path, log) -> Path:
+    """The realistic stand-in set, written once into ``home`` (about 1.3 GB, 45 s) and reused while
+    ``tests/standins.py`` and the costs above are unchanged."""
+    import standins
+
+    src = (ROOT / "tests" / "standins.py").read_bytes()
+    key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB)).encode()
+                         + YUNET.read_bytes()).hexdigest()[:12]
+    d = home / f"models-real-{key}"
+    if (d / "manifest.yaml").is_file():
+        log(f"  realistic models: cached {d}")
+        return d
+    for old in home.glob("models-real-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    tmp = home / f"models-real-{key}.tmp-{os.getpid()}"
+    t0 = time.perf_counter()
+    standins.write_standins(tmp, gflops=REAL_GFLOPS, weights_mb=REAL_WEIGHTS_MB, yunet=YUNET)
+    os.replace(tmp, d)
+    log(f"  realistic models: written in {time.perf_counter() - t0:.0f}s ({d})")
+    return d
+
+
+def real_clip(clips_dir: Path, width: int, height: int, seconds: float, fresh: bool, log) -> tuple[Path, int]:
+    import media_fixtures as mf
+
+    src = (ROOT / "tests" / "media_fixtures.py").read_bytes()
+    key = hashlib.sha256(src).hexdigest()[:10]
+    path = clips_dir / f"photo-{width}x{height}-{seconds:g}s-{key}.mp4"
+    if path.is_file() and not fresh:
+        from render.media.probe import probe
+
+        return path, int(probe(path).frame_count or 0) or int(round(seconds * 25))
+    clips_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + f".tmp-{os.getpid()}.mp4")
+    n = mf.make_photo_clip(tmp, width=width, height=height, seconds=seconds)
+    os.replace(tmp, path)
+    log(f"  clip photo {width}x{height} {seconds:g}s: generated {path.name} ({n} frames)")
+    return path, n
+
+
+def source_image(path: Path) -> Path:
+    """The source face: the astronaut portrait itself (so the reference, which defaults to the
+    source, matches the face in the clip)."""
+    import cv2
+    import media_fixtures as mf
+
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(path), mf.photo_face())
+    return path
+
+
+def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9) -> dict[str, float]:
+    """ms per call of each model of ``overrides`` run alone (nothing else running) with ``threads``
+    intra-op threads, on the middle frame of ``clip``: ONNX Runtime's own time, median of ``calls``
+    after one warm-up call."""
+    import numpy as np
+
+    from render.app import Models
+    from render.config import load_config
+    from render.faces import align
+
+    cfg = load_config({**overrides, "execution.threads": str(threads)}, env={})
+    models = Models(cfg)
+    frame = _middle_frame(clip)
+    faces = models.detector.detect(frame)
+    if not faces:
+        raise RuntimeError(f"the detector finds no face in the middle frame of {clip}")
+    face = faces[0]
+    latent = np.ones((1, 512), np.float32) / np.sqrt(512.0)
+    work = {"detect": (models.detector.lazy, lambda: models.detector.detect(frame)),
+            "embed": (models.embedder.lazy, lambda: models.embedder.embed(frame, face))}
+    m = align.estimate(face.kps, models.swapper.template, models.swapper.size)
+    crop = align.warp(frame, m, models.swapper.size)[None]
+    work["swap"] = (models.swapper.lazy, lambda: models.swapper.swap(crop, latent))
+    if models.enhancer is not None:
+        m = align.estimate(face.kps, models.enhancer.template, models.enhancer.size)
+        crop512 = align.warp(frame, m, models.enhancer.size)[None]
+        work["enhance"] = (models.enhancer.lazy, lambda: models.enhancer.enhance(crop512))
+    out: dict[str, float] = {}
+    for name, (lazy, fn) in work.items():
+        fn()                                   # warm-up: session creation, first-call allocations
+        walls, runs = [], []
+        for _ in range(calls):
+            lazy.run_seconds = 0.0
+            t0 = time.perf_counter()
+            fn()
+            walls.append(time.perf_counter() - t0)
+            runs.append(lazy.run_seconds)
+        out[name] = statistics.median(runs) * 1000.0                 # ONNX Runtime's own time
+        out[f"{name}_with_pre_post"] = statistics.median(walls) * 1000.0
+    return out
+
+
+def _middle_frame(clip: Path):
+    import subprocess
+
+    import numpy as np
+
+    from render.media.probe import probe
+
+    info = probe(clip)
+    t = (info.duration or 1.0) / 2
+    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", f"{t:.3f}", "-i", str(clip),
+                          "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"],
+                         capture_output=True, check=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).copy()
+
+
+def bound(alone_ms: dict[str, float], calls_per_frame: dict[str, float], floor_ms: float
+          ) -> dict[str, Any]:
+    """The compute bound of one case: models alone × calls per frame + the floor, per frame."""
+    models_ms = sum(alone_ms.get(k, 0.0) * n for k, n in calls_per_frame.items())
+    total = models_ms + floor_ms
+    return {"models_ms": models_ms, "floor_ms": floor_ms, "ms": total, "fps": 1000.0 / total}
