@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""The prepared GPU check (issue 13): run by ``bench/gpu_check.sh`` on a lent GPU machine.
+
+Prints, in this order, and writes every figure to ``--json`` when given:
+
+1. the machine: GPU name and memory (NVML or nvidia-smi), ONNX Runtime's providers, ffmpeg's
+   hardware decoders (``-hwaccels``) and NVENC encoders;
+2. ms per call of each model stand-in with the production models' cost and weight size
+   (``bench/realistic.py``) at batch 1/4/8, swapper fp32 and fp16, on the first GPU provider,
+   through the renderer's own session factory and ``LazySession.run`` (I/O binding on CUDA);
+3. renders of a generated 1080p clip with profiles low, moderate and high on the GPU: fps, the
+   peak GPU memory NVML saw during the render (the report's ``memory.gpu_bytes``; target for low,
+   whose memory strategy caps the CUDA arena: ≤ 3.0 GB) and the providers every model got;
+4. NVDEC (``decode.hwaccel=cuda``) and NVENC (``encode.codec=h264_nvenc``): what the plan used
+   and the fallback line when the driver or card lacks one (H100/H200 have NVDEC but no NVENC).
+
+It uses the SCRFD stand-in as the detector and ``tests/media_fixtures.make_clip``'s clips (the
+real YuNet and scikit-image may be absent there). TensorRT is left out by default (engine builds
+take minutes); ``--providers tensorrt,cuda,cpu`` includes it. ``--cpu`` runs every step on the CPU
+provider with a short clip: the dry run that keeps this script working on machines without a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+
+GiB = 1 << 30
+
+
+def log(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def machine(providers: list[str]) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    from render.gpus import gpus
+
+    info: dict[str, Any] = {"onnxruntime": ort.__version__,
+                            "available_providers": ort.get_available_providers(),
+                            "gpus": [g.__dict__ for g in gpus()]}
+    ff = shutil.which("ffmpeg")
+    info["ffmpeg"] = ff
+    if ff:
+        def text(*args: str) -> str:
+            return subprocess.run([ff, "-hide_banner", *args], capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL).stdout
+        info["hwaccels"] = [ln.strip() for ln in text("-hwaccels").splitlines()[1:] if ln.strip()]
+        info["nvenc_encoders"] = [ln.split()[1] for ln in text("-encoders").splitlines()
+                                  if "nvenc" in ln and len(ln.split()) > 1]
+    log(f"GPUs: {info['gpus'] or 'none'}")
+    log(f"onnxruntime {info['onnxruntime']}: providers {', '.join(info['available_providers'])}; "
+        f"asked for {', '.join(providers)}")
+    log(f"ffmpeg: {ff or 'missing (render steps skipped)'}; hwaccels {info.get('hwaccels')}; "
+        f"NVENC encoders {info.get('nvenc_encoders')}")
+    return info
+
+
+def write_models(d: Path) -> Path:
+    import realistic
+    import standins
+
+    t0 = time.perf_counter()
+    gflops = dict(realistic.REAL_GFLOPS, **{"scrfd_2.5g": 2.5})
+    weights = dict(realistic.REAL_WEIGHTS_MB, **{"scrfd_2.5g": 3.0})
+    standins.write_standins(d, gflops=gflops, weights_mb=weights,
+                            dynamic_batch={"inswapper_128": True, "inswapper_128_fp16": True,
+                                           "gfpgan_1.4": True})
+    log(f"realistic stand-ins written in {time.perf_counter() - t0:.0f}s")
+    return d
+
+
+def per_call(models: Path, providers: list[str], batches: list[int], calls: int) -> list[dict[str, Any]]:
+    import numpy as np
+
+    from render.config import load_config
+    from render.runtime import LazySession, SessionFactory
+
+    cfg = load_config({"execution.providers": ",".join(providers), "profile": "moderate"}, env={})
+    factory = SessionFactory(cfg.execution, cfg.cache_path)
+    rows = []
+    specs = [("arcface_w600k_r50", "fp32", {"input": (3, 112, 112)}, [1]),
+             ("scrfd_2.5g", "fp32", {"input": (3, 640, 640)}, [1]),
+             ("inswapper_128", "fp32", {"target": (3, 128, 128), "source": (512,)}, batches),
+             ("inswapper_128_fp16", "fp16", {"target": (3, 128, 128), "source": (512,)}, batches),
+             ("gfpgan_1.4", "fp32", {"input": (3, 512, 512)}, batches)]
+    for name, precision, shapes, sizes in specs:
+        lazy = LazySession(lambda p=models / f"{name}.onnx", f=precision == "fp16":
+                           factory.create(p, fp16=f))
+        dtype = np.float16 if precision == "fp16" else np.float32
+        for b in sizes:
+            feed = {k: np.random.RandomState(b).rand(b, *s).astype(dtype) for k, s in shapes.items()}
+            lazy.run(feed)                           # warm-up (arena, cuDNN search)
+            lazy.calls, lazy.run_seconds = 0, 0.0
+            for _ in range(calls):
+                lazy.run(feed)
+            ms = lazy.run_seconds * 1000.0 / lazy.calls
+            rows.append({"model": name, "precision": precision, "batch": b, "ms_per_call": ms,
+                         "ms_per_item": ms / b, "providers": lazy.providers})
+            log(f"  {name:20s} {precision} batch {b}: {ms:8.2f} ms/call, {ms / b:8.2f} ms/face "
+                f"({(lazy.providers or ['?'])[0]})")
+        lazy.release()
+    return rows
+
+
+def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[str, str],
+           timeout: float) -> dict[str, Any]:
+    args = [sys.executable, "-m", "render", "--verbose", f"source={source}", f"target={clip}", f"output={out}",
+            f"models.dir={models}", "progress=off", f"cache_dir={out.parent / 'cache'}",
+            *(f"{k}={v}" for k, v in overrides.items())]
+    t0 = time.perf_counter()
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
+                       stdin=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    row: dict[str, Any] = {"overrides": overrides, "rc": p.returncode, "wall_s": wall,
+                           "log": [ln for ln in p.stderr.splitlines() if ln.strip()][-8:]}
+    report = Path(str(out) + ".report.json")
+    if p.returncode == 0 and report.is_file():
+        r = json.loads(report.read_text())
+        row.update(fps=r["timing"]["fps"], stage_ms=r["timing"]["stage_ms_per_frame"],
+                   gpu_bytes=r["memory"]["gpu_bytes"], gpu_source=r["memory"]["gpu_source"],
+                   providers={m["role"]: m["providers"] for m in r["models"]},
+                   plan={k: r["plan"].get(k) for k in ("codec", "hwaccel", "encode", "decode")
+                         if isinstance(r.get("plan"), dict) and k in r["plan"]})
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--providers", default="cuda,cpu")
+    ap.add_argument("--cpu", action="store_true", help="dry run on the CPU provider, short clip")
+    ap.add_argument("--seconds", type=float, default=None, help="clip length (default 4; 1 with --cpu)")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--timeout", type=float, default=240.0, help="seconds per render")
+    a = ap.parse_args(argv)
+    providers = ["cpu"] if a.cpu else [p.strip() for p in a.providers.split(",") if p.strip()]
+    seconds = a.seconds or (1.0 if a.cpu else 4.0)
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t_begin = time.perf_counter()
+    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "providers": providers}
+
+    log("== machine")
+    result["machine"] = machine(providers)
+    log("\n== realistic stand-ins")
+    models = write_models(work / "models")
+
+    log("\n== ms per call (ONNX Runtime's own time, median-free mean of the calls after a warm-up)")
+    try:
+        result["per_call"] = per_call(models, providers, [1, 4, 8] if not a.cpu else [1, 4],
+                                      calls=10 if not a.cpu else 2)
+    except Exception as exc:  # noqa: BLE001 - report and go on with the renders
+        log(f"  FAILED: {exc}")
+        result["per_call_error"] = str(exc)
+
+    if not shutil.which("ffmpeg"):
+        log("\nno ffmpeg here: the render steps are skipped")
+    else:
+        import media_fixtures as mf
+
+        w, h = (1920, 1080) if not a.cpu else (640, 360)
+        clip = work / f"clip-{w}x{h}.mp4"
+        mf.make_clip(clip, width=w, height=h, seconds=seconds)
+        source = work / "source.png"
+        mf.make_source_image(source)
+        prov = ",".join(providers)
+        log(f"\n== renders of a {w}x{h} {seconds:g} s clip ({prov})")
+        renders = []
+        for profile in ("low", "moderate", "high"):
+            row = render(models, clip, source, work / f"out-{profile}.mp4",
+                         {"profile": profile, "execution.providers": prov}, a.timeout)
+            row["name"] = f"profile {profile}"
+            renders.append(row)
+            gb = row.get("gpu_bytes")
+            target = " (target for low ≤ 3.0 GB)" if profile == "low" else ""
+            log(f"  profile {profile}: rc {row['rc']}, {row.get('fps', 0):.2f} fps, peak GPU memory "
+                f"{'n/a' if gb is None else f'{gb / 1e9:.2f} GB'}{target}; providers "
+                f"{row.get('providers')}" + ("" if row["rc"] == 0 else f"; {row['log'][-1:]}"))
+        log("\n== NVDEC / NVENC")
+        for name, ov in (("nvdec", {"decode.hwaccel": "cuda"}),
+                         ("nvenc", {"encode.codec": "h264_nvenc"}),
+                         ("nvdec+nvenc", {"decode.hwaccel": "cuda", "encode.codec": "h264_nvenc"})):
+            row = render(models, clip, source, work / f"out-{name}.mp4",
+                         {"profile": "moderate", "execution.providers": prov, **ov}, a.timeout)
+            row["name"] = name
+            renders.append(row)
+            fallback = [ln for ln in row["log"] if "fall" in ln.lower() or "nvenc" in ln.lower()
+                        or "hwaccel" in ln.lower() or "nvdec" in ln.lower()]
+            log(f"  {name}: rc {row['rc']}, {row.get('fps', 0):.2f} fps; plan {row.get('plan')}; "
+                f"{'; '.join(fallback) or 'no fallback line'}")
+        result["renders"] = renders
+    log(f"\ngpu check finished in {time.perf_counter() - t_begin:.0f}s; scratch {work}")
+    if a.json:
+        a.json.write_text(json.dumps(result, indent=1, default=str))
+    if not a.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
