@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     log("\n== realistic stand-ins")
     models = write_models(work / "models")
 
-    log("\n== ms per call (ONNX Runtime's own time, median-free mean of the calls after a warm-up)")
+    log("\n== ms per call (ONNX Runtime's own time, mean of the calls after a warm-up)")
     try:
         result["per_call"] = per_call(models, providers, [1, 4, 8] if not a.cpu else [1, 4],
                                       calls=10 if not a.cpu else 2)
