@@ -32,7 +32,7 @@ from .media import args as ffargs
 from .execute import ExecResult, Executor
 from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line,
-                          frame_times, hw_works, mkvmerge_version, probe)
+                          hw_works, mkvmerge_version, probe_with_times)
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
@@ -334,12 +334,11 @@ class Renderer:
         return self.prepare(job)[0]
 
     def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
-        info = probe(job.target)
+        info, times = probe_with_times(job.target)
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
         if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:
             raise UsageError(f"output {job.output} is a video but target {job.target} is an image")
-        times = frame_times(info)
         if not times.cfr and shutil.which("mkvmerge") is None:
             raise RenderFailed(f"target {job.target} has a variable frame rate: keeping its frame "
                                f"times needs mkvmerge (install mkvtoolnix)")

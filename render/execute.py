@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .errors import Interrupted, MediaError, RenderFailed, UsageError
+from .media import mp4index
 from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
 from .files import fsync_dir, sha256_file, write_atomic
@@ -203,9 +204,12 @@ class WorkFolder:
     def commit(self, seg: SegmentPlan, tmp: Path, record: SegmentRecord) -> SegmentRecord:
         """Verify the frame count of ``tmp``, record its hash, rename it to its final name."""
         _fsync_file(tmp)
-        video = [s for s in count_streams(tmp) if s.kind == "video"]
-        if len(video) != 1 or video[0].packets != seg.frames:
-            got = video[0].packets if video else 0
+        # the MP4 index read in-process (no ffprobe start per segment); ffprobe for anything else
+        got = mp4index.sample_count(tmp) if tmp.suffix == ".mp4" else None
+        if got is None:
+            video = [s for s in count_streams(tmp) if s.kind == "video"]
+            got = video[0].packets if len(video) == 1 else 0
+        if got != seg.frames:
             _unlink(tmp)
             raise RenderFailed(f"segment {seg.index} of {Path(self.plan.output).name}: the encoder "
                                f"wrote {got} frames, {seg.frames} were rendered")

@@ -165,6 +165,25 @@ def test_probe_audio_only(media):
         probe(media["wav"])
 
 
+def test_probe_with_times_is_probe_plus_frame_times_in_one_run(media, tmp_path):
+    """One ffprobe start instead of two; the same MediaInfo and FrameTimes, truncated files too."""
+    from render.media.probe import frame_times, probe_with_times
+
+    cut = tmp_path / "cut.mp4"
+    ff("-i", media["c25"], "-c", "copy", "-movflags", "+faststart", tmp_path / "fast.mp4")
+    data = (tmp_path / "fast.mp4").read_bytes()
+    cut.write_bytes(data[:int(len(data) * 0.6)])
+    for path in (media["c25"], media["c2997"], media["flac"], media["rot"], media["png"], cut):
+        info, times = probe_with_times(path)
+        assert info == probe(path)
+        assert times == frame_times(info), path
+    assert probe_with_times(cut)[1].readable < probe_with_times(cut)[1].count
+    for bad, match in ((media["corrupt"], "cannot read video"), (media["wav"], "no video stream"),
+                       (tmp_path / "nope.mp4", "target not found")):
+        with pytest.raises(MediaError, match=match):
+            probe_with_times(bad)
+
+
 # ---------------------------------------------------------------------------------- reader
 
 def test_reader_frames_and_reaping(media):
@@ -398,3 +417,25 @@ def test_ensure_output_dir(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(MediaError, match="cannot create output directory"):
         ensure_output_dir(tmp_path / "file" / "out.mp4")
+
+
+def test_mp4_index_counts_the_samples_on_disk(media, tmp_path):
+    """The in-process segment check agrees with ffprobe's packet count, and a file cut short
+    counts only the samples still on disk (or defers to ffprobe when its index is gone)."""
+    from render.media import mp4index
+    from render.media.probe import count_streams
+
+    video = tmp_path / "video.mp4"
+    ff("-i", media["c25"], "-an", "-c", "copy", "-movflags", "+faststart", video)
+    packets = [s.packets for s in count_streams(video) if s.kind == "video"][0]
+    assert mp4index.sample_count(video) == packets > 10
+    data = video.read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[:len(data) // 2])
+    assert 0 < mp4index.sample_count(cut) < packets
+    tail = tmp_path / "tail.mp4"                     # moov at the end: cut, the index is gone
+    ff("-i", media["c25"], "-an", "-c", "copy", tail)
+    tail.write_bytes(tail.read_bytes()[:len(data) // 2])
+    assert mp4index.sample_count(tail) is None
+    assert mp4index.sample_count(media["c25"]) is None      # two tracks: not a segment
+    assert mp4index.sample_count(media["flac"]) is None     # not an MP4 at all

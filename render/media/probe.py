@@ -231,14 +231,49 @@ def _probe_json(path: str) -> dict:
         raise MediaError(f"cannot read video {path}: ffprobe output unreadable ({exc})") from None
 
 
-def probe(path: str | os.PathLike) -> MediaInfo:
-    """Probe ``path``. MediaError when it is missing, unreadable or has no video stream."""
-    path = os.fspath(path)
+def _check_path(path: str) -> None:
     if not os.path.exists(path):
         raise MediaError(f"target not found: {path}")
     if os.path.isdir(path):
         raise MediaError(f"cannot read video {path}: is a directory")
-    data = _probe_json(path)
+
+
+def probe(path: str | os.PathLike) -> MediaInfo:
+    """Probe ``path``. MediaError when it is missing, unreadable or has no video stream."""
+    path = os.fspath(path)
+    _check_path(path)
+    return _media_info(path, _probe_json(path))
+
+
+def probe_with_times(path: str | os.PathLike) -> tuple[MediaInfo, FrameTimes]:
+    """:func:`probe` and :func:`frame_times` from ONE ffprobe run (streams, format and packets):
+    each ffprobe start costs about 0.1 s, which a render of a short clip notices."""
+    path = os.fspath(path)
+    _check_path(path)
+    argv = ["ffprobe", "-v", "error", "-show_format", "-show_streams",
+            "-show_entries", "packet=stream_index,pts,dts,flags", "-of", "json", path]
+    proc = _run_ffprobe(argv, path)
+    if proc.returncode != 0:
+        reason = last_meaningful_line(proc.stderr)
+        if reason.startswith(path + ":"):
+            reason = reason[len(path) + 1:].strip()
+        raise MediaError(f"cannot read video {path}: {reason or 'ffprobe failed'}")
+    import json
+
+    try:
+        data = json.loads(proc.stdout or "{}")
+    except ValueError as exc:
+        raise MediaError(f"cannot read video {path}: ffprobe output unreadable ({exc})") from None
+    info = _media_info(path, data)
+    if info.is_image:
+        return info, FrameTimes(count=1, readable=1, pts=(0.0,), first=0.0, cfr=True, declared=1)
+    streams = data.get("streams") or []
+    stream = next((st for st in streams if _int(st.get("index")) == info.video_index), {})
+    packets = [pk for pk in data.get("packets") or () if _int(pk.get("stream_index")) == info.video_index]
+    return info, _frame_times(info, stream, data.get("format") or {}, packets, proc.stderr or "")
+
+
+def _media_info(path: str, data: Mapping[str, Any]) -> MediaInfo:
     streams = data.get("streams") or []
     fmt = data.get("format") or {}
 
@@ -366,13 +401,7 @@ def frame_times(info: MediaInfo) -> FrameTimes:
     argv = ["ffprobe", "-v", "error", "-select_streams", stream,
             "-show_entries", "stream=time_base,nb_frames:format=start_time:packet=pts,dts,flags",
             "-of", "json", info.path]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=600, check=False)
-    except FileNotFoundError:
-        raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
-    except subprocess.TimeoutExpired:
-        raise MediaError(f"cannot read video {info.path}: counting its frames took over 10 min") from None
+    proc = _run_ffprobe(argv, info.path)
     try:
         import json
 
@@ -380,10 +409,27 @@ def frame_times(info: MediaInfo) -> FrameTimes:
     except ValueError:
         data = {}
     streams = data.get("streams") or [{}]
-    tb = _time_base(streams[0].get("time_base"))
-    declared = _int(streams[0].get("nb_frames"))
+    return _frame_times(info, streams[0], data.get("format") or {}, data.get("packets") or (),
+                        proc.stderr or "")
+
+
+def _run_ffprobe(argv: list[str], path: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=600, check=False)
+    except FileNotFoundError:
+        raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
+    except subprocess.TimeoutExpired:
+        raise MediaError(f"cannot read video {path}: counting its frames took over 10 min") from None
+
+
+def _frame_times(info: MediaInfo, stream: Mapping[str, Any], fmt: Mapping[str, Any],
+                 packets, stderr: str) -> FrameTimes:
+    """The frame times of ``info``'s video stream from its ffprobe stream entry and packets."""
+    tb = _time_base(stream.get("time_base"))
+    declared = _int(stream.get("nb_frames"))
     ticks = []
-    for p in data.get("packets") or ():
+    for p in packets:
         if "D" in str(p.get("flags", "")):   # discarded by an edit list: never decoded into a frame
             continue
         t = _int(p.get("pts"))
@@ -391,11 +437,11 @@ def frame_times(info: MediaInfo) -> FrameTimes:
             t = _int(p.get("dts"))
         if t is not None:
             ticks.append(t)
-    partial = "partial file" in (proc.stderr or "")
+    partial = "partial file" in stderr
     if ticks and partial:
         ticks.pop()   # the file ends inside this packet: it cannot be decoded
     if not ticks:
-        reason = last_meaningful_line(proc.stderr) or "no video packets"
+        reason = last_meaningful_line(stderr) or "no video packets"
         raise MediaError(f"cannot read video {info.path}: {reason}")
     ticks.sort()
     if partial and len(ticks) > 2:
@@ -407,7 +453,7 @@ def frame_times(info: MediaInfo) -> FrameTimes:
             if b - a > 1.5 * usual:
                 ticks = ticks[:i + 1]
                 break
-    start = _float((data.get("format") or {}).get("start_time")) or 0.0
+    start = _float(fmt.get("start_time")) or 0.0
     first = float(ticks[0] * tb) - start
     pts = tuple(round(float((t - ticks[0]) * tb), 6) for t in ticks)
     cfr = True
