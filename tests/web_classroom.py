@@ -65,13 +65,14 @@ class Classroom:
 class Server:
     """``python -m render serve`` as a subprocess; its log goes to a file (read for the URL)."""
 
-    def __init__(self, classroom: Classroom, *extra: str, log: Path | None = None) -> None:
+    def __init__(self, classroom: Classroom, *extra: str, log: Path | None = None,
+                 **env: str) -> None:
         self.log = log or classroom.root / f"serve-{time.monotonic_ns()}.log"
         self._log = open(self.log, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "render", "--verbose", "serve", "host=127.0.0.1", "port=0",
              *classroom.keys, *extra],
-            env=cli_env(), stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            env=cli_env(**env), stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.url = self._wait_for_url()
 
     def _wait_for_url(self, timeout: float = 60.0) -> str:

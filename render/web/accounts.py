@@ -6,7 +6,8 @@
 - Sessions and script tokens are random 256-bit secrets; the database keeps only their SHA-256.
   The session cookie carries the secret and an HMAC of it under ``state_dir/secret``, so a cookie
   not made by this server is refused before the database is asked. Each session has its own CSRF
-  token, which every state-changing request made with the cookie must send back.
+  token (an HMAC of the session under the same key: stored nowhere), which every state-changing
+  request made with the cookie must send back.
 - Failed sign-ins are counted per account and per client address. After :data:`FREE_TRIES`
   failures in a row an account is refused (even with the right password) for
   :data:`BASE_DELAY_S`, doubling with each further failure up to :data:`MAX_DELAY_S`; an address
@@ -270,11 +271,14 @@ class Accounts:
     def open_session(self, user: User) -> tuple[str, Session]:
         """(cookie value, session) of a new session of ``user``."""
         secret = secrets.token_urlsafe(32)
-        key, csrf, now = _digest(secret), secrets.token_urlsafe(32), time.time()
+        key, now = _digest(secret), time.time()
         with self.db.connect() as con:
-            con.execute("INSERT INTO sessions (key, user_id, csrf, created, seen) VALUES (?, ?, ?, ?, ?)",
-                        (key, user.id, csrf, now, now))
-        return f"{secret}.{self._sign(secret)}", Session(user, key, csrf)
+            con.execute("INSERT INTO sessions (key, user_id, created, seen) VALUES (?, ?, ?, ?)",
+                        (key, user.id, now, now))
+        return f"{secret}.{self._sign(secret)}", Session(user, key, self._csrf(key))
+
+    def _csrf(self, key: str) -> str:
+        return self._sign("csrf:" + key)
 
     def session(self, cookie: str | None) -> Session | None:
         """The live session a cookie names; None for a forged, unknown or expired one."""
@@ -285,7 +289,7 @@ class Accounts:
             return None
         key, now = _digest(secret), time.time()
         with self.db.connect() as con:
-            row = con.execute("SELECT s.csrf, s.created, s.seen, u.* FROM sessions s JOIN users u "
+            row = con.execute("SELECT s.created, s.seen, u.* FROM sessions s JOIN users u "
                               "ON u.id = s.user_id WHERE s.key = ?", (key,)).fetchone()
             if row is None:
                 return None
@@ -295,7 +299,7 @@ class Accounts:
                 return None
             if now - row["seen"] > 60:
                 con.execute("UPDATE sessions SET seen = ? WHERE key = ?", (now, key))
-        return Session(_user(row), key, row["csrf"])
+        return Session(_user(row), key, self._csrf(key))
 
     def close_session(self, session: Session) -> None:
         with self.db.connect() as con:

@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import shutil
+import sqlite3
 import threading
 import time
 from datetime import datetime, timezone
@@ -279,7 +280,8 @@ class Classroom:
         except BaseException as exc:
             if folder is not None:
                 self._remove_folder(folder.name)
-            if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            if isinstance(exc, OSError) and exc.errno in NO_SPACE or \
+                    isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
                 raise disk_full("the job") from None
             raise
         finally:

@@ -29,7 +29,6 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE TABLE IF NOT EXISTS sessions (
     key TEXT PRIMARY KEY,               -- SHA-256 of the cookie's secret
     user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-    csrf TEXT NOT NULL,
     created REAL NOT NULL,
     seen REAL NOT NULL
 );

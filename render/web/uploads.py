@@ -102,8 +102,12 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
         await _drain(stream)
         raise Refused(413, f"the upload is {mib(declared)}: too large, {limit}")
     incoming.mkdir(parents=True, exist_ok=True)
-    needed = (declared if declared is not None else max_total) + min_free
+    # what must stay free: min_free beyond the announced body (browsers announce it); a body of
+    # unknown length is caught by ENOSPC while it is written, if it comes to that
+    needed = (declared or 0) + min_free
     if shutil.disk_usage(incoming).free < needed:
+        log.warning("an upload was refused: less than %s would stay free on %s", mib(min_free),
+                    incoming)
         await _drain(stream)
         raise disk_full()
 
@@ -188,6 +192,8 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
                 _fsync(f.path)
         except OSError as exc:
             if exc.errno in NO_SPACE:
+                log.warning("an upload was refused: the disk filled up while it was written (%s)",
+                            incoming)
                 raise disk_full() from None
             raise
         except MultipartParseError as exc:
