@@ -10,12 +10,13 @@ the output and its report. Everything the page keeps lives in the state folder
                                 failed sign-ins, class settings, the uploaded files' records
     state_dir/secret            the key that signs the session cookies (mode 0600)
     state_dir/incoming/         uploads being received (``<random id>.part``; removed on any error)
-    state_dir/jobs/<folder>/    one submission: source.<ext>, target.<ext> (named by role, never by
+    state_dir/files/<folder>/   one submission: source.<ext>, target.<ext> (named by role, never by
                                 the uploaded name) and out/ with the output, its report and the
                                 work folder of its segments
 
-Modules: :mod:`.accounts` (users, passwords, sessions, tokens, sign-in throttling),
-:mod:`.settings` (the class settings), :mod:`.uploads` (streaming multipart reception within the
+Modules: :mod:`.db` (the SQLite file), :mod:`.accounts` (users, passwords, sessions, tokens,
+sign-in throttling), :mod:`.settings` (the class settings), :mod:`.errors` (refusals with their
+HTTP status), :mod:`.uploads` (streaming multipart reception within the
 limits, probing, the face check), :mod:`.classroom` (jobs of the page on the spool, retention),
 :mod:`.server` (the FastAPI app), :mod:`.commands` (``render serve`` and ``render users``).
 """

@@ -74,7 +74,7 @@ class Classroom:
         self.faces = FaceFinder(overrides)
         self.min_free = int(min_free)
         self.incoming = self.state / "incoming"
-        self.folders = self.state / "jobs"
+        self.folders = self.state / "files"
         self._submit_lock = threading.Lock()
         self._snapshot: tuple[float, list[Job], dict[str, int]] | None = None
         self._snapshot_lock = threading.Lock()

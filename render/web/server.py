@@ -34,7 +34,7 @@ from .accounts import (COOKIE, SESSION_MAX_S, PasswordRejected, Session, SignInR
                        check_new_password)
 from .classroom import CONSENT, Classroom
 from .errors import Refused, not_found
-from .uploads import receive
+from .uploads import drain, receive
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +297,11 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
                                       "description": CONSENT}}}}}}})
     async def submit(request: Request, c: Caller = Depends(member)) -> JSONResponse:
         settings = await anyio.to_thread.run_sync(classroom.settings)
-        await anyio.to_thread.run_sync(classroom.check_quota, c.user, settings)
+        try:
+            await anyio.to_thread.run_sync(classroom.check_quota, c.user, settings)
+        except Refused:
+            await drain(request.stream())    # so that the browser sees the answer, not a reset
+            raise
         received = await receive(request, classroom.incoming, max_file=settings.max_upload_bytes,
                                  min_free=classroom.min_free)
         view = await anyio.to_thread.run_sync(classroom.submit, c.user, received, settings)

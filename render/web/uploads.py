@@ -98,8 +98,10 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
     except ValueError:
         declared = None
     stream = request.stream()
+    waiting = request.headers.get("expect", "").lower() == "100-continue"   # curl, for big bodies
     if declared is not None and declared > max_total:
-        await _drain(stream)
+        if not waiting:          # a client that waits for "100 Continue" has sent nothing yet
+            await drain(stream)
         raise Refused(413, f"the upload is {mib(declared)}: too large, {limit}")
     incoming.mkdir(parents=True, exist_ok=True)
     # what must stay free: min_free beyond the announced body (browsers announce it); a body of
@@ -108,7 +110,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
     if shutil.disk_usage(incoming).free < needed:
         log.warning("an upload was refused: less than %s would stay free on %s", mib(min_free),
                     incoming)
-        await _drain(stream)
+        await drain(stream)
         raise disk_full()
 
     received = Received()
@@ -206,7 +208,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
                 pass
         received.discard()
         if isinstance(exc, Refused):
-            await _drain(stream)
+            await drain(stream)
         raise
     return received
 
@@ -219,7 +221,7 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-async def _drain(stream: Any) -> None:
+async def drain(stream: Any) -> None:
     """Read what is left of a refused body (dropping it), up to :data:`DRAIN_MAX`."""
     drained = 0
     try:
