@@ -266,7 +266,7 @@ def test_a_disk_that_fills_during_the_upload_keeps_the_finished_outputs(tmp_path
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
-        done = room.state / "jobs" / "earlier" / "out"
+        done = room.state / "files" / "earlier" / "out"
         done.mkdir(parents=True)
         (done / "result.mp4").write_bytes(media.clip.read_bytes())
         kept = sha(done / "result.mp4")

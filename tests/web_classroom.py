@@ -54,7 +54,7 @@ class Classroom:
         return sorted(d.iterdir()) if d.is_dir() else []
 
     def folders(self) -> list[Path]:
-        d = self.state / "jobs"
+        d = self.state / "files"
         return sorted(d.iterdir()) if d.is_dir() else []
 
     def spool_jobs(self) -> dict[str, str]:
