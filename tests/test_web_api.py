@@ -343,3 +343,13 @@ def test_retention_removes_finished_jobs_with_their_files(tmp_path):
 
 def spool_states(spool) -> dict[str, str]:
     return {j.id: j.state for j in spool.jobs()}
+
+
+def test_the_progress_line_has_segments_fps_and_eta():
+    from render.spool import Job
+    from render.work import describe_progress
+
+    job = Job("0badf00d", "running", {"settings": {}}, progress={
+        "state": "rendering", "target": "target.mp4", "segments_done": 2, "segments_total": 5,
+        "fps": 12.34, "eta_s": 75.2})
+    assert describe_progress(job) == "target.mp4 segment 2/5, 12.3 fps, ETA 1 min 15 s"
