@@ -49,7 +49,7 @@ IMAGE_CONTAINERS = {"png_pipe": ".png", "jpeg_pipe": ".jpg", "webp_pipe": ".webp
 
 def disk_full(what: str = "the upload") -> Refused:
     return Refused(507, f"the server's disk is full: {what} was refused and nothing was "
-                              f"kept; finished results are safe (ask your teacher to free space)")
+                        f"kept; finished results are safe (ask your teacher to free space)")
 
 
 @dataclass
@@ -90,7 +90,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
     boundary = params.get(b"boundary")
     if kind != b"multipart/form-data" or not boundary:
         raise Refused(415, "send the files as multipart/form-data (fields source, target, "
-                                 "profile, consent)")
+                           "profile, consent)")
     max_total = len(FILE_FIELDS) * max_file + OVERHEAD
     limit = f"the limit is {mib(max_file)} per file"
     try:
@@ -149,7 +149,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
             part["text"] = bytearray()
         else:
             raise Refused(400, f"unexpected form field {name!r} (fields: "
-                                     f"{', '.join(FILE_FIELDS + TEXT_FIELDS)})")
+                               f"{', '.join(FILE_FIELDS + TEXT_FIELDS)})")
 
     def on_part_data(data: bytes, start: int, end: int) -> None:
         name = part["field"]
@@ -162,7 +162,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
         f.bytes += end - start
         if f.bytes > max_file:
             raise Refused(413, f"{name} ({f.name}) is larger than {mib(max_file)}: too "
-                                     f"large, {limit}")
+                               f"large, {limit}")
         handles[name].write(data[start:end])
 
     def on_part_end() -> None:
@@ -184,12 +184,11 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
                 total += len(chunk)
                 if total > max_total:
                     raise Refused(413, f"the upload is larger than {mib(max_total)}: too "
-                                             f"large, {limit}")
+                                       f"large, {limit}")
                 parser.write(chunk)
             parser.finalize()
-            for f in list(handles.values()):
-                f.close()
-            handles.clear()
+            if handles or part.get("text") is not None and part.get("field") not in received.fields:
+                raise Refused(400, "the form ended in the middle of a part: send it again")
             for f in received.files.values():
                 _fsync(f.path)
         except OSError as exc:
@@ -256,11 +255,11 @@ def check_target(path: Path, label: str, max_seconds: float) -> tuple[MediaInfo,
     if ext is None:
         kinds = "png, jpg, webp, bmp or tiff" if info.is_image else "mp4, mov, mkv, webm or avi"
         raise Refused(422, f"{what} is a {info.container.split(',')[0]} file: upload "
-                                 f"{kinds}")
+                           f"{kinds}")
     if not info.is_image:
         if info.duration > max_seconds:
             raise Refused(422, f"{what} is {info.duration:.1f} s long: the class limit is "
-                                     f"{max_seconds:g} s (cut it shorter)")
+                               f"{max_seconds:g} s (cut it shorter)")
         if info.frame_count < 1:
             raise Refused(422, f"{what} has no frames")
     return info, ext
@@ -277,15 +276,15 @@ def check_source(path: Path, label: str, faces: "FaceFinder", overrides: Mapping
     ext = stored_extension(info)
     if ext is None:
         raise Refused(422, f"{what} is a {info.container.split(',')[0]} file: upload png, "
-                                 f"jpg, webp, bmp or tiff")
+                           f"jpg, webp, bmp or tiff")
     try:
         found = faces.count(path, overrides)
     except MediaError:
         raise Refused(422, f"{what} cannot be decoded as an image: upload png, jpg or "
-                                 f"webp") from None
+                           f"webp") from None
     if found == 0:
         raise Refused(422, f"no face found in {what}: upload a clear photo of one face, "
-                                 f"looking at the camera")
+                           f"looking at the camera")
     return info, ext
 
 
