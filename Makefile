@@ -5,6 +5,8 @@
 #   make render PROFILE=low    render ./in into ./out on the GPU   (docker compose run --rm render ...)
 #   make render-cpu PROFILE=low                         ... on the CPU
 #   make models                fetch the models of MODEL_SET (default all) for running on this host
+#   make classroom             the classroom page + queue worker on the GPU (docker compose up -d)
+#   make classroom-cpu                                        ... on the CPU
 #   make test                  python -m pytest -q        (the Docker tests skip without an engine)
 #   make bench                 python bench/run.py
 #   make base-image            local Debian base image without a registry (scripts/build-base-image.sh)
@@ -28,7 +30,8 @@ RENDER_MODEL_SET ?= $(MODEL_SET)
 RENDER_REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 export RENDER_UID RENDER_GID RENDER_VERSION RENDER_MODEL_SET RENDER_REVISION
 
-.PHONY: help image image-cpu render render-cpu models test bench base-image wheels locks folders
+.PHONY: help image image-cpu render render-cpu models test bench base-image wheels locks folders \
+	classroom classroom-cpu
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -49,6 +52,12 @@ render: folders
 
 render-cpu: folders
 	$(COMPOSE) run --rm render-cpu profile=$(PROFILE) $(ARGS)
+
+classroom: folders
+	$(COMPOSE) --profile gpu up -d render-queue render-web
+
+classroom-cpu: folders
+	RENDER_WEB_IMAGE=$${RENDER_WEB_IMAGE:-render:cpu} $(COMPOSE) --profile cpu up -d render-queue-cpu render-web
 
 models:
 	$(PYTHON) -m render models fetch profile=$(MODEL_SET) $(if $(DIR),dir=$(DIR))

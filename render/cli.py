@@ -29,6 +29,9 @@ usage: render [--verbose | --debug] [key=value ...]
        render shard=I/N key=value ...   render shard I of N into the shared work folder
        render assemble key=value ...    join the shards' segments and commit the output
        render slurm submit key=value ... shards=N   a sharded render as a Slurm array + assembly
+       render serve [host=H] [port=P] [min_free_mb=M]   the classroom web page (render work renders)
+       render users add NAME [role=teacher] | list | disable NAME | enable NAME | reset NAME
+                    | token NAME     the classroom's accounts (one-time passwords, script tokens)
        render --help [profile=P]     every key with its value in profile P (default: moderate)
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
@@ -100,6 +103,10 @@ def run(argv: Sequence[str]) -> int:
     flags = [a for a in args if a.startswith("-")]
     if flags:
         raise UsageError(f"unknown option {flags[0]}; keys are given as key=value, see render --help")
+    if args and args[0] in ("serve", "users"):
+        from . import web
+
+        return (web.serve_main if args[0] == "serve" else web.users_main)(args[1:])
     if args and args[0] == "assemble":
         from .app import assemble
 

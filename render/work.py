@@ -191,6 +191,7 @@ class Worker:
         reports: list[str] = []
         counts = {"rendered": 0, "up_to_date": 0}
         frames = {"done": 0}
+        pace: dict[str, float] = {}        # the current target: when its segments started, done then
 
         def stop() -> str | None:
             if self.spool.cancel_requested(job.id):
@@ -201,13 +202,20 @@ class Worker:
 
         def on_segment(render_job, record, done: int, total: int) -> None:
             self.rendering = True
-            if record is not None:
+            now = time.monotonic()
+            if record is None:                 # this target starts (after its resumed segments)
+                pace.update(start=now, base=done)
+            else:
                 frames["done"] += record.end - record.start
-            elapsed = max(time.monotonic() - started, 1e-6)
+            elapsed = max(now - started, 1e-6)
             fps = frames["done"] / elapsed if frames["done"] else None
+            rendered = done - pace.get("base", 0)
+            eta = (now - pace.get("start", started)) / rendered * (total - done) \
+                if rendered > 0 else None
             self.spool.progress(job.id, state="rendering", target=render_job.target.name,
                                 segments_done=done, segments_total=total,
-                                fps=round(fps, 2) if fps else None)
+                                fps=round(fps, 2) if fps else None,
+                                eta_s=round(eta, 1) if eta is not None else None)
 
         def on_wait(line: str) -> None:
             self.spool.progress(job.id, state="waiting", waiting=line)
@@ -298,6 +306,16 @@ def _age(job) -> str:
     return f"{s:.0f}s"
 
 
+def _duration(seconds: float) -> str:
+    """'45 s', '3 min 20 s', '1 h 05 min'."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 def describe_progress(job) -> str:
     p = job.progress or {}
     if job.state == "running":
@@ -307,6 +325,8 @@ def describe_progress(job) -> str:
             text = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}"
             if p.get("fps"):
                 text += f", {p['fps']:.1f} fps"
+            if p.get("eta_s") is not None:
+                text += f", ETA {_duration(p['eta_s'])}"
             return text.strip()
         return p.get("state") or "starting"
     if job.result:

@@ -112,7 +112,7 @@ def project(tmp_path, image):
     name = f"rdt{uuid.uuid4().hex[:10]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RENDER_", "COMPOSE_"))}
     env.update(COMPOSE_PROJECT_NAME=name, RENDER_CPU_IMAGE=dockerlib.TEST_IMAGE,
-               RENDER_LOCK_VOLUME=f"{name}-locks")
+               RENDER_WEB_IMAGE=dockerlib.TEST_IMAGE, RENDER_LOCK_VOLUME=f"{name}-locks")
     containers: list[str] = []
 
     def compose(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -131,7 +131,7 @@ def project(tmp_path, image):
         containers.append(cname)
         return compose(*opts, service, *args, timeout=timeout), cname
 
-    yield {"dir": d, "run": run, "compose": compose, "name": name}
+    yield {"dir": d, "run": run, "compose": compose, "name": name, "env": env}
 
     api = dockerlib.client(60)
     for cname in containers:
@@ -326,3 +326,69 @@ def test_queue_service_renders_submitted_jobs(project):
         assert mf.probe_counts(d / "out" / name).frames == 15
     r, _ = project["run"]("jobs")
     assert all(f"{i}  done" in r.stdout for i in ids), r.stdout
+
+
+def test_classroom_services_render_a_students_upload(project):
+    """render-web as compose starts it (its published port, read-only, not root) and the queue
+    service's worker: a student's upload through the page's API comes back rendered."""
+    import re
+    import socket
+
+    import requests
+
+    d = project["dir"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    project["env"]["RENDER_WEB_PORT"] = str(port)
+    r, _ = project["run"]("users", "add", "ann", service="render-web")
+    assert r.returncode == 0, r.stdout + r.stderr
+    one_time = re.search(r"one-time password: (\S+)", r.stdout).group(1)
+    r = project["compose"]("up", "-d", "render-web")
+    assert r.returncode == 0, r.stdout + r.stderr
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if requests.get(url + "/signin", timeout=5).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            logs = project["compose"]("logs", "render-web")
+            raise AssertionError(f"render-web did not answer on {url}: {logs.stdout}{logs.stderr}")
+        time.sleep(0.5)
+
+    http = requests.Session()
+    r = http.post(url + "/api/session", json={"name": "ann", "password": one_time})
+    assert r.status_code == 200 and r.json()["must_change"], r.text
+    csrf = {"X-CSRF-Token": r.json()["csrf"]}
+    r = http.post(url + "/api/password", json={"current": one_time, "new": "ann's password"},
+                  headers=csrf)
+    assert r.status_code == 200, r.text
+    face = mf.make_source_image(d / "face.jpg").path
+    clip = mf.make_clip(d / "clip.mp4", width=320, height=240, seconds=0.6, audio=True).path
+    with open(face, "rb") as f, open(clip, "rb") as c:
+        r = http.post(url + "/api/jobs", headers=csrf, data={"profile": "low", "consent": "yes"},
+                      files={"source": ("face.jpg", f), "target": ("clip.mp4", c)})
+    assert r.status_code == 201, r.text
+    job = r.json()["id"]
+    assert (d / "jobs" / "queued" / f"{job}.yaml").exists()          # in the shared spool
+
+    r, _ = project["run"]("work", service="render-queue-cpu", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = http.get(f"{url}/api/jobs/{job}").json()
+    assert seen["state"] == "done", seen
+    out = d / "result.mp4"
+    out.write_bytes(http.get(url + seen["output"]).content)
+    assert mf.probe_counts(out).frames == 15
+    report = http.get(url + seen["report"]).json()
+    assert report["job"]["owner"] == "ann" and report["job"]["consent"]["given"] is True
+    assert report["marks"]["c2pa"]["signed"] is True
+
+    cid = project["compose"]("ps", "-q", "render-web").stdout.strip()
+    info = dockerlib.client(60).containers.get(cid).attrs
+    assert info["Config"]["User"].split(":")[0] not in ("", "0", "root")
+    host = info["HostConfig"]
+    assert host["ReadonlyRootfs"] is True and host["NetworkMode"] != "none"
+    assert list(host["PortBindings"]) == ["8080/tcp"] and not host.get("DeviceRequests")

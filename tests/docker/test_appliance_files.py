@@ -86,3 +86,21 @@ def test_locks_pin_every_package_with_hashes_and_agree_with_each_other():
     shared = set(cpu) - {"onnxruntime"}
     assert shared == set(gpu) - {"onnxruntime-gpu"}
     assert all(cpu[n][0] == gpu[n][0] for n in shared)
+
+
+def test_the_web_page_service_publishes_one_port_and_shares_the_queue_folders():
+    services = _compose()["services"]
+    web, queue = services["render-web"], services["render-queue"]
+    assert web["command"][0] == "serve" and "host=0.0.0.0" in web["command"]
+    assert len(web["ports"]) == 1 and web["ports"][0].endswith(":8080")
+    assert "network_mode" not in web and "deploy" not in web       # a network, no GPU
+    assert web["read_only"] is True and web["restart"] == "unless-stopped"
+    uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", web["user"]).split(":")[0]
+    assert uid.isdigit() and int(uid) != 0
+    # the same spool, locks and cache as the worker; the state folder inside the shared spool mount
+    for mount in ("./jobs:/data/jobs", "render-locks:/locks", "render-cache:/cache"):
+        assert mount in web["volumes"] and mount in queue["volumes"], mount
+    env = web["environment"]
+    assert env["RENDER_SPOOL_DIR"] == queue["environment"]["RENDER_SPOOL_DIR"] == "/data/jobs"
+    assert env["RENDER_LOCK_DIR"] == "/locks" and env["RENDER_STATE_DIR"].startswith("/data/jobs/")
+    assert queue["network_mode"] == "none"

@@ -1,0 +1,428 @@
+"""The page's jobs on the spool: submit checked uploads, show them to whom they belong, hand back
+their files, and remove them after the retention time.
+
+A job of the page is an ordinary spool job (``render work`` renders it under the device lock,
+resumable, reported and marked like any other) whose ``owner`` is the student and whose ``meta``
+carries ``classroom`` (the folder and the uploaded files), ``submitted_by`` and ``consent``; the
+worker copies ``meta`` into the report's ``job`` section. A student sees only jobs whose owner is
+their name and that carry ``classroom``; anything else is "no such job" (404), exactly as for an
+id that does not exist.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import sqlite3
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..config import Config
+from ..errors import RenderError
+from ..files import fsync_dir
+from ..lock import describe_holder, holders
+from ..report import report_path
+from ..spool import FINAL, Job, Spool
+from ..work import describe_progress, validate
+from . import settings as class_settings
+from .accounts import Accounts, User
+from .db import Database
+from .errors import Refused, not_found
+from .settings import ClassSettings
+from .uploads import NO_SPACE, FaceFinder, Received, check_source, check_target, disk_full
+
+log = logging.getLogger(__name__)
+
+CONSENT = "I have the consent of the people in these files"
+JOB_ID_LEN = 8
+STALE_S = 3600.0          # incoming parts and unreferenced job folders older than this are removed
+SNAPSHOT_S = 0.5          # the spool is read at most this often for the pages' polling
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+
+
+def _ts(text: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(text)).timestamp()
+    except ValueError:
+        return None
+
+
+def classroom_meta(job: Job) -> dict[str, Any] | None:
+    meta = ((job.spec or {}).get("meta") or {})
+    found = meta.get("classroom")
+    return found if isinstance(found, dict) else None
+
+
+class Classroom:
+    """Everything the server does, over the state folder, the database and the spool."""
+
+    def __init__(self, cfg: Config, overrides: Mapping[str, str], *, min_free: int = 0) -> None:
+        self.cfg = cfg
+        self.state = cfg.state_path
+        self.db = Database(self.state)
+        self.accounts = Accounts(self.db)
+        self.spool = Spool(cfg.spool_path)
+        self.faces = FaceFinder(overrides)
+        self.min_free = int(min_free)
+        self.incoming = self.state / "incoming"
+        self.folders = self.state / "files"
+        self._submit_lock = threading.Lock()
+        self._snapshot: tuple[float, list[Job], dict[str, int]] | None = None
+        self._snapshot_lock = threading.Lock()
+
+    def ensure(self) -> None:
+        for d in (self.state, self.incoming, self.folders):
+            d.mkdir(parents=True, exist_ok=True)
+        self.spool.ensure()
+        _ = self.accounts.secret
+
+    # -- settings ----------------------------------------------------------------------------------
+    def settings(self) -> ClassSettings:
+        return class_settings.load(self.db)
+
+    def save_settings(self, values: Mapping[str, Any]) -> ClassSettings:
+        try:
+            return class_settings.save(self.db, values)
+        except class_settings.SettingsRejected as exc:
+            raise Refused(422, str(exc)) from None
+
+    # -- reading the spool -------------------------------------------------------------------------
+    def _jobs(self, fresh: bool = False) -> tuple[list[Job], dict[str, int]]:
+        """Every job and the queue order (position from 1), read at most every SNAPSHOT_S."""
+        with self._snapshot_lock:
+            now = time.monotonic()
+            if fresh or self._snapshot is None or now - self._snapshot[0] > SNAPSHOT_S:
+                jobs = self.spool.jobs()
+                queue = sorted((j for j in jobs if j.state == "queued"),
+                               key=lambda j: (-j.priority, j.submitted, j.id))
+                self._snapshot = (now, jobs, {j.id: i + 1 for i, j in enumerate(queue)})
+            return self._snapshot[1], self._snapshot[2]
+
+    def _forget_snapshot(self) -> None:
+        with self._snapshot_lock:
+            self._snapshot = None
+
+    @staticmethod
+    def visible(user: User, job: Job) -> bool:
+        if user.teacher:
+            return True
+        return job.owner == user.name and classroom_meta(job) is not None
+
+    def jobs_for(self, user: User) -> list[dict[str, Any]]:
+        jobs, order = self._jobs()
+        mine = [j for j in jobs if self.visible(user, j)]
+        mine.sort(key=lambda j: (j.submitted, j.id), reverse=True)
+        retention = self.settings().retention_days
+        return [self.view(j, order, retention) for j in mine]
+
+    def job_for(self, user: User, job_id: str) -> Job:
+        if len(job_id) != JOB_ID_LEN or not all(c in "0123456789abcdef" for c in job_id):
+            raise not_found()
+        try:
+            job = self.spool.get(job_id)
+        except RenderError:
+            raise not_found() from None
+        if not self.visible(user, job):
+            raise not_found()
+        return job
+
+    def view(self, job: Job, order: Mapping[str, int] | None = None,
+             retention: int | None = None) -> dict[str, Any]:
+        """A job as the pages and the API show it."""
+        if order is None:
+            order = self._jobs()[1]
+        if retention is None:
+            retention = self.settings().retention_days
+        c = classroom_meta(job) or {}
+        meta = (job.spec or {}).get("meta") or {}
+        p = job.progress or {}
+        phase = job.state
+        if job.state == "running":
+            if self.spool.cancel_requested(job.id):
+                phase = "cancelling"
+            elif p.get("state") == "waiting":
+                phase = "waiting"
+            else:
+                phase = p.get("state") or "starting"
+        result = job.result or {}
+        finished = _ts(result.get("finished")) if job.state in FINAL else None
+        if job.state in FINAL and finished is None:
+            finished = job.changed or None
+        output = self.output_of(job)
+        report = report_path(output) if output is not None else None
+        return {
+            "id": job.id,
+            "owner": job.owner,
+            "classroom": bool(c),
+            "state": job.state,
+            "phase": phase,
+            "submitted": job.submitted,
+            "profile": job.settings.get("profile"),
+            "source": c.get("source"),
+            "target": c.get("target"),
+            "consent": bool((meta.get("consent") or {}).get("given")),
+            "queue_position": order.get(job.id),
+            "queue_length": len(order),
+            "waiting_for": p.get("waiting") if phase == "waiting" else None,
+            "progress": ({k: p.get(k) for k in ("segments_done", "segments_total", "fps", "eta_s")}
+                         if job.state == "running" and p.get("segments_total") else None),
+            "message": describe_progress(job),
+            "error": result.get("error") if job.state in ("failed", "cancelled") else None,
+            "finished": _iso(finished),
+            "expires": _iso(finished + retention * 86400) if finished and c else None,
+            "output": f"/api/jobs/{job.id}/output" if job.state == "done" and output is not None
+            and output.is_file() else None,
+            "report": f"/api/jobs/{job.id}/report" if report is not None and report.is_file()
+            else None,
+        }
+
+    def output_of(self, job: Job) -> Path | None:
+        """The output file of a page job (None for jobs that did not come from the page)."""
+        c = classroom_meta(job)
+        if not c or not job.settings.get("output"):
+            return None
+        out = Path(job.settings["output"])
+        folder = self.folders / str(c.get("folder", ""))
+        if folder == self.folders or folder not in out.parents:
+            return None          # a job file edited by hand: nothing outside its folder is served
+        return out
+
+    def file_for(self, user: User, file_id: str) -> tuple[Path, str]:
+        """(path, uploaded name) of an uploaded file the user may fetch."""
+        with self.db.connect() as con:
+            row = con.execute("SELECT * FROM files WHERE id = ?", (file_id,)).fetchone()
+        if row is None or not (user.teacher or row["owner"] == user.name):
+            raise not_found("file")
+        path = Path(row["path"])
+        if not path.is_file():
+            raise not_found("file")
+        return path, row["name"]
+
+    # -- submitting --------------------------------------------------------------------------------
+    def active(self, owner: str) -> int:
+        jobs, _ = self._jobs(fresh=True)
+        return sum(1 for j in jobs if j.owner == owner and j.state in ("queued", "running")
+                   and classroom_meta(j) is not None)
+
+    def check_quota(self, user: User, settings: ClassSettings) -> None:
+        n = self.active(user.name)
+        if n >= settings.max_queued_jobs:
+            raise Refused(429, f"you have {n} job{'s' if n != 1 else ''} queued or running: the "
+                               f"class limit is {settings.max_queued_jobs}; wait until one is "
+                               f"done (or cancel one)")
+
+    def submit(self, user: User, received: Received, settings: ClassSettings) -> dict[str, Any]:
+        """Check what was uploaded and queue the job; the uploads are gone whatever happens,
+        either moved into the job's folder or removed."""
+        folder: Path | None = None
+        try:
+            fields = received.fields
+            profile = fields.get("profile") or settings.allowed_profiles[0]
+            if profile not in settings.allowed_profiles:
+                raise Refused(422, f"profile {profile!r} is not allowed in this class (allowed: "
+                                   f"{', '.join(settings.allowed_profiles)})")
+            if fields.get("consent", "").lower() not in ("yes", "on", "true", "1"):
+                raise Refused(422, f"tick the consent box: \"{CONSENT}\"")
+            for name in ("source", "target"):
+                f = received.files.get(name)
+                if f is None:
+                    raise Refused(422, f"the {name} file is missing")
+                if f.bytes == 0:
+                    raise Refused(422, f"the {name} {f.name!r} is empty")
+            source, target = received.files["source"], received.files["target"]
+            target_info, target_ext = check_target(target.path, target.name,
+                                                   settings.max_clip_seconds)
+            _, source_ext = check_source(source.path, source.name, self.faces,
+                                         {"profile": profile})
+            sid = secrets.token_hex(8)
+            folder = self.folders / sid
+            (folder / "out").mkdir(parents=True)
+            source_path, target_path = folder / f"source{source_ext}", folder / f"target{target_ext}"
+            os.replace(source.path, source_path)
+            os.replace(target.path, target_path)
+            fsync_dir(folder)
+            output = folder / "out" / ("result.png" if target_info.is_image else "result.mp4")
+            job_settings = {"profile": profile, "source": str(source_path),
+                            "target": str(target_path), "output": str(output)}
+            try:
+                validate(job_settings, [])
+            except RenderError as exc:
+                raise Refused(422, str(exc)) from None
+            now = time.time()
+            files = {}
+            with self.db.connect() as con:
+                for role, f, path in (("source", source, source_path), ("target", target, target_path)):
+                    fid = secrets.token_hex(8)
+                    con.execute("INSERT INTO files (id, owner, job, role, name, path, bytes, created) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (fid, user.name, sid, role, f.name, str(path), f.bytes, now))
+                    files[role] = {"file": fid, "name": f.name, "bytes": f.bytes}
+            files["target"].update(kind=target_info.kind,
+                                   seconds=None if target_info.is_image else round(target_info.duration, 3))
+            meta = {"classroom": {"folder": sid, **files},
+                    "submitted_by": user.name,
+                    "consent": {"given": True, "statement": CONSENT, "at": _iso(now)}}
+            with self._submit_lock:
+                self.check_quota(user, settings)
+                job_id = self.spool.submit(job_settings, owner=user.name, meta=meta)
+            self._forget_snapshot()
+            log.info("job %s queued for %s (%s, %s)", job_id, user.name, source.name, target.name)
+            return self.view(self.spool.get(job_id))
+        except BaseException as exc:
+            if folder is not None:
+                self._remove_folder(folder.name)
+            if isinstance(exc, OSError) and exc.errno in NO_SPACE or \
+                    isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+                raise disk_full("the job") from None
+            raise
+        finally:
+            received.discard()
+
+    # -- changing jobs -----------------------------------------------------------------------------
+    def cancel(self, user: User, job_id: str) -> dict[str, Any]:
+        job = self.job_for(user, job_id)
+        if job.state not in ("queued", "running"):
+            raise Refused(409, f"job {job_id} is {job.state}: nothing to cancel")
+        try:
+            self.spool.cancel(job_id)
+        except RenderError as exc:
+            raise Refused(409, str(exc)) from None
+        self._forget_snapshot()
+        return self.view(self.spool.get(job_id))
+
+    def retry(self, user: User, job_id: str) -> dict[str, Any]:
+        job = self.job_for(user, job_id)
+        if not user.teacher:
+            raise Refused(403, "only the teacher retries jobs")
+        try:
+            self.spool.retry(job.id)
+        except RenderError as exc:
+            raise Refused(409, str(exc)) from None
+        self._forget_snapshot()
+        return self.view(self.spool.get(job_id))
+
+    def delete(self, user: User, job_id: str) -> None:
+        """A queued job is cancelled and removed; a finished one is removed with every file of
+        it (uploads, output, report, segments); a running one must be cancelled first."""
+        job = self.job_for(user, job_id)
+        if job.state == "running":
+            raise Refused(409, f"job {job_id} is running: cancel it first, then delete it once it "
+                               f"has stopped")
+        if job.state == "queued":
+            try:
+                self.spool.cancel(job_id)
+            except RenderError as exc:
+                raise Refused(409, str(exc)) from None
+            job = self.spool.get(job_id)
+            if job.state not in FINAL:
+                raise Refused(409, f"job {job_id} has just started: cancel it, then delete it")
+        self._remove_job(job)
+        self._forget_snapshot()
+
+    def _remove_job(self, job: Job) -> None:
+        c = classroom_meta(job)
+        try:
+            self.spool.remove(job.id)
+        except RenderError as exc:
+            log.warning("job %s: %s", job.id, exc)
+            return
+        if c and c.get("folder"):
+            self._remove_folder(str(c["folder"]))
+
+    def _remove_folder(self, sid: str) -> None:
+        if not sid or "/" in sid or sid.startswith("."):
+            return
+        with self.db.connect() as con:
+            con.execute("DELETE FROM files WHERE job = ?", (sid,))
+        shutil.rmtree(self.folders / sid, ignore_errors=True)
+        fsync_dir(self.folders)
+
+    # -- upkeep ------------------------------------------------------------------------------------
+    def expire(self, now: float | None = None) -> list[str]:
+        """Remove finished page jobs (and all their files) older than the retention time, upload
+        parts left by a crash, and job folders no job refers to; returns the removed job ids."""
+        now = time.time() if now is None else now
+        keep_s = self.settings().retention_days * 86400.0
+        jobs, _ = self._jobs(fresh=True)
+        gone = []
+        for job in jobs:
+            if job.state not in FINAL or classroom_meta(job) is None:
+                continue
+            finished = _ts((job.result or {}).get("finished")) or job.changed
+            if finished and now - finished > keep_s:
+                self._remove_job(job)
+                gone.append(job.id)
+                log.info("job %s of %s removed after %d days", job.id, job.owner,
+                         self.settings().retention_days)
+        referenced = {str((classroom_meta(j) or {}).get("folder")) for j in self.spool.jobs()}
+        for folder in self.folders.glob("*") if self.folders.is_dir() else []:
+            if folder.name not in referenced and _age(folder, now) > STALE_S:
+                self._remove_folder(folder.name)
+        for part in self.incoming.glob("*.part") if self.incoming.is_dir() else []:
+            if _age(part, now) > STALE_S:
+                part.unlink(missing_ok=True)
+        self.accounts.forget_expired()
+        self._forget_snapshot()
+        return gone
+
+    def status(self) -> dict[str, Any]:
+        """What the teacher page shows besides the jobs: devices, queue, disk."""
+        jobs, order = self._jobs()
+        by_id = {j.id: j for j in jobs}
+        devices = []
+        for slot in holders(self.cfg.lock_path):
+            job_id = str((slot.holder or {}).get("job") or "")
+            devices.append({"device": (slot.holder or {}).get("device") or slot.device_id,
+                            "slot": slot.slot, "held": slot.held,
+                            "holder": describe_holder(slot.holder) if slot.held else None,
+                            "owner": by_id[job_id].owner if job_id in by_id else None})
+        queue = sorted(((pos, by_id[i]) for i, pos in order.items()), key=lambda t: t[0])
+        usage = shutil.disk_usage(self.state if self.state.exists() else self.state.parent)
+        owners = {str((classroom_meta(j) or {}).get("folder")): j.owner for j in jobs}
+        per_student: dict[str, int] = {}
+        total = 0
+        for folder in self.folders.glob("*") if self.folders.is_dir() else []:
+            size = _tree_bytes(folder)
+            total += size
+            owner = owners.get(folder.name, "(unreferenced)")
+            per_student[owner] = per_student.get(owner, 0) + size
+        return {
+            "devices": devices,
+            "queue": [{"position": pos, "id": j.id, "owner": j.owner} for pos, j in queue],
+            "running": [{"id": j.id, "owner": j.owner, "message": describe_progress(j)}
+                        for j in jobs if j.state == "running"],
+            "disk": {"total": usage.total, "used": usage.used, "free": usage.free,
+                     "classroom": total, "by_student": dict(sorted(per_student.items())),
+                     "min_free": self.min_free},
+            "lock_dir": str(self.cfg.lock_path),
+            "spool_dir": str(self.cfg.spool_path),
+            "state_dir": str(self.state),
+            "now": _iso(time.time()),
+        }
+
+
+def _age(path: Path, now: float) -> float:
+    try:
+        return now - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _tree_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total

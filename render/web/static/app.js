@@ -1,0 +1,144 @@
+// render classroom: helpers shared by the pages (no libraries, nothing from elsewhere).
+"use strict";
+
+const Classroom = (() => {
+  let csrf = null;
+
+  async function api(method, url, body) {
+    const init = { method, headers: {}, credentials: "same-origin" };
+    if (method !== "GET" && csrf) init.headers["X-CSRF-Token"] = csrf;
+    if (body instanceof FormData) {
+      init.body = body;
+    } else if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, init);
+    if (response.status === 204) return null;
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    if (!response.ok) {
+      const error = new Error((data && data.detail) || `the server answered ${response.status}`);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  // The signed-in user (and the session's CSRF token), or off to the sign-in page.
+  async function session() {
+    try {
+      const me = await api("GET", "/api/session");
+      csrf = me.csrf;
+      return me;
+    } catch (e) {
+      if (e.status === 401) window.location.assign("/signin");
+      throw e;
+    }
+  }
+
+  function setCsrf(token) { csrf = token; }
+  function csrfToken() { return csrf; }
+
+  function say(element, text, kind) {
+    element.textContent = text || "";
+    element.className = "message" + (kind ? " " + kind : "");
+  }
+
+  // Element builder: el("td", {class: "x"}, "text", child, ...); text is never parsed as HTML.
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function duration(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return `${s} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, "0")} s`;
+    return `${Math.floor(s / 3600)} h ${String(Math.floor(s % 3600 / 60)).padStart(2, "0")} min`;
+  }
+
+  function bytes(n) {
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+  }
+
+  function when(iso) {
+    if (!iso) return "";
+    const d = new Date(iso);
+    return isNaN(d) ? iso : d.toLocaleString();
+  }
+
+  // What a job is doing, in words, and a progress element while it renders.
+  function describe(job) {
+    const parts = [];
+    if (job.phase === "queued") {
+      parts.push(`queued: #${job.queue_position} of ${job.queue_length}`);
+    } else if (job.phase === "waiting") {
+      parts.push("waiting for the GPU");
+      if (job.waiting_for) parts.push(job.waiting_for.replace(/^waiting for /, ""));
+    } else if (job.progress) {
+      const p = job.progress;
+      let text = `rendering: segment ${p.segments_done} of ${p.segments_total}`;
+      if (p.fps) text += `, ${p.fps.toFixed(1)} fps`;
+      if (p.eta_s !== null && p.eta_s !== undefined) text += `, ETA ${duration(p.eta_s)}`;
+      parts.push(text);
+    } else if (job.phase === "done") {
+      parts.push("done");
+    } else if (job.error) {
+      parts.push(`${job.phase}: ${job.error}`);
+    } else {
+      parts.push(job.phase + (job.message ? `: ${job.message}` : ""));
+    }
+    return parts;
+  }
+
+  function phaseCell(job) {
+    const [first, ...rest] = describe(job);
+    const cell = el("td", { class: "status" },
+      el("span", { class: "phase", "data-phase": job.phase }, job.phase));
+    const detail = first === job.phase ? null : first.replace(new RegExp(`^${job.phase}: `), "");
+    if (detail) cell.append(el("div", { class: "detail" }, detail));
+    for (const line of rest) cell.append(el("div", { class: "muted" }, line));
+    if (job.progress && job.progress.segments_total) {
+      cell.append(el("div", {}, el("progress", {
+        max: job.progress.segments_total, value: job.progress.segments_done })));
+    }
+    if (job.expires) cell.append(el("div", { class: "muted" }, `kept until ${when(job.expires)}`));
+    return cell;
+  }
+
+  // Rows of a table body, one per job, rebuilt only when the job changed (so that a row being
+  // clicked is not swapped under the pointer every second).
+  function renderRows(body, jobs, build) {
+    const old = new Map([...body.children].map((tr) => [tr.dataset.id, tr]));
+    const rows = jobs.map((job) => {
+      const key = JSON.stringify(job);
+      const tr = old.get(job.id);
+      if (tr && tr.dataset.key === key) return tr;
+      const fresh = build(job);
+      fresh.dataset.key = key;
+      return fresh;
+    });
+    const same = rows.length === body.children.length && rows.every((tr, i) => body.children[i] === tr);
+    if (!same) body.replaceChildren(...rows);
+  }
+
+  async function signOut() {
+    try { await api("DELETE", "/api/session"); } finally { window.location.assign("/signin"); }
+  }
+
+  return { api, session, setCsrf, csrfToken, say, el, duration, bytes, when, describe,
+           phaseCell, renderRows, signOut };
+})();

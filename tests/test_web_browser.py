@@ -1,0 +1,207 @@
+"""The classroom pages in a real browser: Debian's headless Chromium driven by Selenium (PyPI)
+through Debian's chromedriver, against ``render serve`` on 127.0.0.1 with a real ``render work``
+worker on a fake GPU and the stand-in models.
+
+A student signs in with the one-time password, chooses a password, uploads the demo face and
+clip, waits for "done" and downloads the result; the teacher page shows two students' jobs.
+Screenshots are saved as test artifacts: ``web-student-done.png`` and ``web-teacher.png`` in the
+folder ``$RENDER_TEST_ARTIFACTS`` names (default ``tests/artifacts/``, ignored by git).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import cv2
+import pytest
+
+import media_fixtures as mf
+from conftest import ROOT
+from web_classroom import PASSWORD, Classroom, Client, Server, start_worker, stop_worker
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver"
+                                                if os.path.exists("/usr/bin/chromedriver") else None)
+try:
+    import selenium  # noqa: F401
+    SELENIUM = True
+except ImportError:
+    SELENIUM = False
+
+pytestmark = [
+    pytest.mark.skipif(not SELENIUM, reason="selenium is not installed (pip install -e '.[test]')"),
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                                               "(apt-get install chromium; .ci/run does)"),
+    pytest.mark.skipif(CHROMEDRIVER is None, reason="Debian's chromium-driver is not installed "
+                                                   "(apt-get install chromium-driver; .ci/run does)"),
+]
+
+NEW_PASSWORD = "my very own password"
+
+
+def artifacts() -> Path:
+    d = Path(os.environ.get("RENDER_TEST_ARTIFACTS") or ROOT / "tests" / "artifacts")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def media(tmp_path_factory):
+    d = tmp_path_factory.mktemp("browsermedia")
+    blank = d / "wall.jpg"
+    cv2.imwrite(str(blank), mf.background(480, 480, 0))
+    return SimpleNamespace(face=mf.make_source_image(d / "face.jpg").path,
+                           clip=mf.make_clip(d / "clip.mp4", width=320, height=240, seconds=1.0).path,
+                           blank=blank)
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory, standin_models):
+    return Classroom(tmp_path_factory.mktemp("browserclass"), standin_models)
+
+
+@pytest.fixture(scope="module")
+def server(room):
+    s = Server(room)
+    worker = start_worker(room)
+    yield s
+    stop_worker(worker)
+    assert s.stop() == 0, s.text()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1280,1100", "--no-first-run", "--disable-extensions",
+                "--disable-background-networking", "--disable-sync"):
+        options.add_argument(arg)
+    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                              "download.prompt_for_download": False,
+                                              "safebrowsing.enabled": False})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior",
+                           {"behavior": "allow", "downloadPath": str(downloads)})
+    driver.downloads = downloads
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver, condition, timeout: float = 60.0, what: str = ""):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition)
+    except Exception:
+        (artifacts() / "web-failure.png").write_bytes(driver.get_screenshot_as_png())
+        raise AssertionError(f"waited {timeout:g} s for {what} on {driver.current_url}; the page "
+                             f"said: {driver.find_element('tag name', 'body').text[:2000]}")
+
+
+def first_sign_in(driver, url: str, name: str, one_time: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/")
+    wait_for(driver, lambda d: d.current_url.endswith("/signin"), what="the sign-in page")
+    driver.find_element(By.ID, "name").send_keys(name)
+    driver.find_element(By.ID, "password").send_keys(one_time)
+    driver.find_element(By.ID, "signin-button").click()
+    wait_for(driver, lambda d: d.current_url.endswith("/password"), what="the password page")
+    driver.find_element(By.ID, "current").send_keys(one_time)
+    driver.find_element(By.ID, "new").send_keys(NEW_PASSWORD)
+    driver.find_element(By.ID, "again").send_keys(NEW_PASSWORD)
+    driver.find_element(By.ID, "password-button").click()
+
+
+def test_a_student_uploads_waits_for_done_and_downloads_in_a_real_browser(browser, room, server,
+                                                                         media):
+    from selenium.webdriver.common.by import By
+
+    first_sign_in(browser, server.url, "ana", room.add_user("ana"))
+    wait_for(browser, lambda d: d.current_url.endswith("/student"), what="the student page")
+    wait_for(browser, lambda d: d.find_element(By.ID, "who").text == "ana", what="the name")
+    assert not browser.find_element(By.ID, "teacher-link").is_displayed()
+
+    # a bad file first: one clear message on the page, nothing queued
+    browser.find_element(By.ID, "source").send_keys(str(media.blank))
+    browser.find_element(By.ID, "target").send_keys(str(media.clip))
+    browser.find_element(By.ID, "consent").click()
+    browser.find_element(By.ID, "submit-button").click()
+    message = wait_for(browser, lambda d: d.find_element(By.ID, "submit-message").text
+                       if "no face" in d.find_element(By.ID, "submit-message").text else None,
+                       what="the no-face message")
+    assert message == "no face found in the source 'wall.jpg': upload a clear photo of one face, " \
+                      "looking at the camera"
+    assert room.spool_jobs() == {}
+
+    browser.find_element(By.ID, "source").clear()
+    browser.find_element(By.ID, "source").send_keys(str(media.face))
+    browser.find_element(By.ID, "submit-button").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr.job"), what="the job row")
+    row = wait_for(browser, lambda d: next(iter(d.find_elements(
+        By.CSS_SELECTOR, "#jobs tr.job[data-state=done]")), None), timeout=180, what="done")
+    assert row.find_element(By.CSS_SELECTOR, ".phase").text == "done"
+    assert "face: face.jpg" in row.text and "into: clip.mp4" in row.text
+
+    row.find_element(By.CSS_SELECTOR, "a.download").click()
+    got = wait_for(browser, lambda d: next((p for p in browser.downloads.iterdir()
+                                            if p.suffix == ".mp4"), None),
+                   what="the download")
+    (folder,) = room.folders()
+    assert got.name == "clip-swapped.mp4"
+    assert sha(got) == sha(folder / "out" / "result.mp4")
+    browser.save_screenshot(str(artifacts() / "web-student-done.png"))
+
+
+def test_the_teacher_page_shows_two_students_jobs_in_a_real_browser(browser, room, server, media):
+    from selenium.webdriver.common.by import By
+
+    # a second student submits through the API while the first one's job is there already
+    bea = Client(server.url).first_sign_in("bea", room.add_user("bea"))
+    job = bea.submit(media.face, media.clip)
+    assert job.status_code == 201, job.text
+    bea.wait(job.json()["id"])
+
+    first_sign_in(browser, server.url, "teo", room.add_user("teo", "teacher"))
+    wait_for(browser, lambda d: d.current_url.endswith("/teacher"), what="the teacher page")
+    rows = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr.job")
+                    if len(d.find_elements(By.CSS_SELECTOR, "#jobs tr.job")) >= 2 else None,
+                    what="two jobs")
+    owners = sorted(r.get_attribute("data-owner") for r in rows)
+    assert owners == ["ana", "bea"]
+    assert all(r.get_attribute("data-state") == "done" for r in rows)
+    wait_for(browser, lambda d: "fake-gpu-0" in d.find_element(By.ID, "devices").text,
+             what="the device lock")
+    assert "free" in browser.find_element(By.ID, "devices").text
+    assert "the class uses" in browser.find_element(By.ID, "disk").text
+    students = browser.find_element(By.ID, "disk-students").text
+    assert "ana" in students and "bea" in students
+    checked = [i.get_attribute("value") for i in
+               browser.find_elements(By.CSS_SELECTOR, "#profiles input[type=checkbox]")
+               if i.is_selected()]
+    assert checked == ["low"]
+    browser.save_screenshot(str(artifacts() / "web-teacher.png"))
+
+    # the class settings form works from the page
+    field = browser.find_element(By.ID, "max_clip_seconds")
+    field.clear()
+    field.send_keys("30")
+    browser.find_element(By.ID, "settings-button").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "settings-message").text == "saved",
+             what="saved")
+    assert Client(server.url).sign_in("bea", PASSWORD).status_code == 200
+    assert bea.get("/api/settings").json()["max_clip_seconds"] == 30
