@@ -1057,7 +1057,9 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
 
     def warm(models: str, ov: dict[str, str] | None = None, clip: Clip | None = None) -> None:
-        key = models + ("+enhance" if (ov or {}).get("enhance.enabled") == "true" else "")
+        # each model file (swapper precision, enhancer) is verified and its caches filled once
+        key = "|".join([models] + [f"{k}={(ov or {}).get(k, '')}" for k in
+                                   ("profile", "swap.precision", "enhance.enabled", "detect.model")])
         if key in warmed:
             return
         clip = clip or clips.get("720p") or next(iter(clips.values()))

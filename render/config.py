@@ -108,8 +108,9 @@ class Execution:
                                min=0, max=256)
     batch_size: int = _f(0, "face crops per swapper/enhancer call when the model allows "
                          "(0 = from memory_strategy)", min=0, max=64)
-    threads: int = _f(0, "ONNX Runtime intra-op threads (0 = half the CPU cores; the rest is "
-                      "for ffmpeg)", min=0, max=256)
+    threads: int = _f(0, "ONNX Runtime intra-op threads (0 = measured: every core while the "
+                      "models are the busier side, ffmpeg then at nice 19; half when ffmpeg is)",
+                      min=0, max=256)
     graph_optimization: str = _f("all", "ONNX Runtime graph optimisation level",
                                  choices=("disable", "basic", "extended", "all"))
     gpu_mem_limit_mb: int = _f(0, "CUDA arena limit in MiB (0 = from memory_strategy)", min=0,
