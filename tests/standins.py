@@ -176,21 +176,29 @@ def _finish(g: _Graph, name: str, inputs, outputs, path: PathLike, *, doc: str) 
 
 
 # --------------------------------------------------------------------------------------- SCRFD
-def _box_mean(g: _Graph, x: str, k: int, s: int) -> str:
-    """Mean of x over the k x k window centred on (i*s, j*s); output [1,1,H/s,W/s].
+def _cell_means(g: _Graph, x: str, s: int) -> str:
+    """Mean of x over each s x s cell (cell (i, j) = rows [i*s, (i+1)*s)); output [1,1,H/s,W/s]."""
+    return g.op("AveragePool", [x], f"cells{s}", kernel_shape=[s, s], strides=[s, s])
 
-    Separable AveragePool with symmetric zero padding k/2 (count_include_pad=1): output index i
-    covers input rows [i*s - k/2, i*s + k/2). The padded output has H/s + 1 rows; drop the last.
+
+def _box_mean(g: _Graph, cells: str, k: int, s: int) -> str:
+    """Mean of x over the (k*s) x (k*s) window centred on (i*s, j*s), from its s x s cell means
+    ``cells``; output [1,1,H/s,W/s].
+
+    Output index i covers input rows [i*s - k*s/2, i*s + k*s/2), that is the cells i - k/2 ..
+    i + k/2 - 1: an AveragePool of k x k cells with symmetric zero padding k/2
+    (count_include_pad=1, so border windows count the padding as zeros). The padded output has
+    H/s + 1 rows; drop the last. Averaging cell means reads every pixel once per stride (a
+    pixel-domain window of 8s would read it 8 times per pass), so the stand-in costs little
+    beside the pipeline it stands in for.
     """
     p = k // 2
-    y = g.op("AveragePool", [x], f"pool{k}v", kernel_shape=[k, 1], strides=[s, 1], pads=[p, 0, p, 0],
-             count_include_pad=1)
-    y = g.op("AveragePool", [y], f"pool{k}h", kernel_shape=[1, k], strides=[1, s], pads=[0, p, 0, p],
-             count_include_pad=1)
+    y = g.op("AveragePool", [cells], f"box{k}x{s}", kernel_shape=[k, k], strides=[1, 1],
+             pads=[p, p, p, p], count_include_pad=1)
     starts = g.const(np.array([0, 0], dtype=np.int64), "starts")
     ends = g.const(np.array([-1, -1], dtype=np.int64), "ends")
     axes = g.const(np.array([2, 3], dtype=np.int64), "axes")
-    return g.op("Slice", [y, starts, ends, axes], f"mean{k}")
+    return g.op("Slice", [y, starts, ends, axes], f"mean{k}x{s}")
 
 
 def _local_max(g: _Graph, sc: str, s: int) -> str:
@@ -231,8 +239,9 @@ def make_scrfd(path: PathLike, *, gflops: float = 0.0, weights_mb: float = 0.0) 
     kps_unit = (ARCFACE_112_V2 * 4.0 - 2.0).astype(np.float32).reshape(1, 10)  # stride units
     outputs: dict[str, str] = {}
     for s in STRIDES:
-        inner = _box_mean(g, f, 4 * s, s)
-        outer = _box_mean(g, f, 8 * s, s)
+        cells = _cell_means(g, f, s)
+        inner = _box_mean(g, cells, 4, s)
+        outer = _box_mean(g, cells, 8, s)
         # ring mean = (64*outer - 16*inner) / 48 = (4*outer - inner) / 3
         ring = g.op("Div", [g.op("Sub", [g.op("Mul", [outer, g.const(np.array(4.0, np.float32))]), inner]),
                             g.const(np.array(3.0, np.float32))], f"ring{s}")
