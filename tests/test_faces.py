@@ -195,3 +195,62 @@ def test_real_yunet_finds_the_astronaut():
     assert 60 < x2 - x1 < 130
     left_eye, right_eye = face.kps[0], face.kps[1]
     assert left_eye[0] < right_eye[0] and abs(left_eye[1] - right_eye[1]) < 10
+
+
+def test_paste_keeps_pixels_outside_the_mask_and_takes_the_crop_inside():
+    rng = np.random.default_rng(3)
+    frame = rng.integers(0, 256, (300, 400, 3), np.uint8)
+    orig = frame.copy()
+    crop = rng.integers(0, 256, (128, 128, 3), np.uint8)
+    kps = align.template_points("arcface_128", 128) * 1.3 + [120, 60]
+    m = align.estimate(kps.astype(np.float32), "arcface_128", 128)
+    mask = make_mask("feather", 128, 0.1, 0.2)
+    paste(frame, crop, m, mask)
+    inv = align.invert(m)
+    alpha = cv2.warpAffine(mask, inv, (400, 300), flags=cv2.INTER_LINEAR, borderValue=0.0)
+    warped = cv2.warpAffine(crop, inv, (400, 300), flags=cv2.INTER_LINEAR,
+                            borderMode=cv2.BORDER_REPLICATE)
+    assert np.array_equal(frame[alpha == 0], orig[alpha == 0])
+    assert np.array_equal(frame[alpha == 1], warped[alpha == 1])
+    a = alpha[..., None]
+    expect = orig * (1 - a) + warped.astype(np.float32) * a     # the blend, to rounding
+    assert np.abs(frame.astype(np.float32) - expect).max() <= 0.51
+
+
+def test_detector_shrink_is_an_area_mean_and_exact_on_halvings():
+    from render.faces.detect import shrink
+    rng = np.random.default_rng(4)
+    frame = cv2.GaussianBlur(rng.integers(0, 256, (720, 1280, 3), np.uint8), (0, 0), 2)
+    half = shrink(frame, 640, 360)
+    assert np.array_equal(half, cv2.resize(frame, (640, 360), interpolation=cv2.INTER_AREA))
+    for size, (w, h) in (((1280, 720), (320, 180)), ((1920, 1080), (320, 180)),
+                         ((1279, 721), (320, 180)), ((1920, 1080), (640, 360))):
+        f = cv2.resize(frame, size)
+        small = shrink(f, w, h)
+        assert small.shape == (h, w, 3)
+        area = cv2.resize(f, (w, h), interpolation=cv2.INTER_AREA)
+        assert np.abs(small.astype(int) - area).max() <= 4
+    up = shrink(frame[:100, :100], 160, 160)
+    assert np.array_equal(up, cv2.resize(frame[:100, :100], (160, 160), interpolation=cv2.INTER_LINEAR))
+
+
+def test_crop_tensors_match_the_textbook_expressions():
+    from render.faces.blob import cast, signed_input, unit_input, unit_output
+    rng = np.random.default_rng(5)
+    crops = rng.integers(0, 256, (3, 64, 48, 3), np.uint8)
+    ref = (crops[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
+    for dtype in (np.float32, np.float16):
+        got = unit_input(crops, dtype)
+        assert got.dtype == dtype and got.flags.c_contiguous
+        assert np.array_equal(got, ref.astype(dtype))
+        assert np.array_equal(signed_input(crops, dtype), ((ref - 0.5) / 0.5).astype(dtype))
+    y = rng.uniform(-0.2, 1.2, (3, 3, 64, 48)).astype(np.float32)
+    for out in (y, y.astype(np.float16)):
+        expect = np.rint(np.clip(out.astype(np.float32), 0, 1).transpose(0, 2, 3, 1)[..., ::-1] * 255)
+        kept = out.copy()
+        assert np.array_equal(unit_output(out), expect.astype(np.uint8))
+        assert np.array_equal(out, kept)             # the model's output is not changed in place
+    x = rng.standard_normal((2, 5, 7)).astype(np.float32) * 1000
+    assert np.array_equal(cast(x, np.float16), x.astype(np.float16))
+    assert np.array_equal(cast(x.astype(np.float16), np.float32), x.astype(np.float16).astype(np.float32))
+    assert cast(x, np.float32) is x and cast(x[:0], np.float16).dtype == np.float16

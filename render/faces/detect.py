@@ -139,6 +139,27 @@ def _ceil32(v: float) -> int:
     return int(math.ceil(v / 32.0) * 32)
 
 
+def shrink(frame: np.ndarray, width: int, height: int) -> np.ndarray:
+    """``frame`` resized to ``width`` x ``height`` for a detector.
+
+    A downscale by two or more is an area average. OpenCV's general area resampling is slow on
+    a full frame (1.8 ms for 720p to 320 wide, 3.4 ms from 1080p), but its exact halving is a
+    fast SIMD 2 x 2 mean; so the frame is halved while it is at least twice the size asked (and
+    its sides are even), and the rest of the way (less than 2x) is bilinear.
+    """
+    img = frame
+    while True:
+        h, w = img.shape[:2]
+        if w % 2 or h % 2 or w < 2 * width or h < 2 * height:
+            break
+        img = cv2.resize(img, (w // 2, h // 2), interpolation=cv2.INTER_AREA)
+    h, w = img.shape[:2]
+    if (w, h) == (width, height):
+        return img
+    area = w >= 2 * width or h >= 2 * height     # odd sides left a large step: average it
+    return cv2.resize(img, (width, height), interpolation=cv2.INTER_AREA if area else cv2.INTER_LINEAR)
+
+
 class Detector:
     """Runs a detector on a frame downscaled to fit ``size`` and maps faces back to the frame."""
 
@@ -166,8 +187,7 @@ class Detector:
         ch, cw = self._canvas_hw((sh, sw))
         scale = min(scale, ch / fh, cw / fw)   # a fixed-size input may be smaller than asked
         sh, sw = max(1, round(fh * scale)), max(1, round(fw * scale))
-        resized = cv2.resize(frame, (sw, sh), interpolation=cv2.INTER_AREA if scale < 1 else
-                             cv2.INTER_LINEAR)
+        resized = shrink(frame, sw, sh)
         canvas = np.zeros((ch, cw, 3), np.uint8)
         canvas[:sh, :sw] = resized
         session = self.lazy.session

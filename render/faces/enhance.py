@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..runtime import LazySession
+from .blob import owned_float32, signed_input, to_bgr_nhwc, to_rgb_nchw
 from .swap import accepts_batch, input_dtype
 
 
@@ -27,10 +28,16 @@ class Enhancer:
         inp = session.get_inputs()[0]
         if len(inp.shape) != 4:
             raise ModelError(f"enhancer input {inp.name} has shape {inp.shape}, expected NCHW")
-        x = (crops[..., ::-1].astype(np.float32) / 255.0 - 0.5) / 0.5
-        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=input_dtype(inp.type))
-        out = np.asarray(self.lazy.run({inp.name: x})[0], np.float32)
-        out = (np.clip(out, -1.0, 1.0) + 1.0) / 2.0 * 255.0
-        out = out.transpose(0, 2, 3, 1)[..., ::-1]
-        mixed = self.blend * out + (1.0 - self.blend) * crops.astype(np.float32)
-        return np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
+        x = signed_input(crops, input_dtype(inp.type))
+        out = owned_float32(self.lazy.run({inp.name: x})[0])     # RGB NCHW
+        np.clip(out, -1.0, 1.0, out=out)                  # (clip(y) + 1) / 2 * 255, in place
+        np.add(out, 1.0, out=out)
+        np.divide(out, 2.0, out=out)
+        np.multiply(out, 255.0, out=out)
+        np.multiply(out, self.blend, out=out)             # blend * enhanced + (1 - blend) * crop
+        rest = to_rgb_nchw(crops).astype(np.float32)
+        np.multiply(rest, 1.0 - self.blend, out=rest)
+        np.add(out, rest, out=out)
+        np.rint(out, out=out)
+        np.clip(out, 0, 255, out=out)
+        return to_bgr_nhwc(out.astype(np.uint8))

@@ -8,6 +8,7 @@ import numpy as np
 from ..cache import load_array, save_array
 from ..errors import ModelError
 from ..runtime import LazySession
+from .blob import unit_input, unit_output
 
 _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
@@ -77,9 +78,7 @@ class Swapper:
         t_dtype = input_dtype(inputs["target"].type)
         s_dtype = input_dtype(inputs["source"].type)
         n = crops.shape[0]
-        target = (crops[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
         source = np.repeat(latent.reshape(1, -1), n, axis=0)
-        out = self.lazy.run({"target": np.ascontiguousarray(target, dtype=t_dtype),
+        out = self.lazy.run({"target": unit_input(crops, t_dtype),
                              "source": source.astype(s_dtype)})[0]
-        out = np.clip(np.asarray(out, np.float32), 0.0, 1.0).transpose(0, 2, 3, 1)[..., ::-1]
-        return np.rint(out * 255.0).astype(np.uint8)
+        return unit_output(out)

@@ -1,0 +1,67 @@
+"""Crops ↔ model tensors: BGR uint8 NHWC crops to RGB float NCHW inputs and back.
+
+The channel swap and the NHWC ↔ NCHW transposition are done on uint8 data (a quarter of the
+bytes of float32), and every float step runs in place on contiguous arrays; the arithmetic per
+element is the plain ``x / 255`` (and its inverse ``rint(y * 255)``), so the values are exactly
+those of the textbook expressions.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+
+def cast(x: np.ndarray, dtype: type) -> np.ndarray:
+    """``x.astype(dtype)``, with float32 ↔ float16 done by OpenCV: the same round-to-nearest-even
+    values, but with the CPU's F16C instructions (NumPy converts half floats one at a time:
+    0.28 ms instead of 0.015 ms for one 128 x 128 crop)."""
+    if x.dtype == dtype:
+        return x
+    halves = {(np.dtype(np.float32), np.dtype(np.float16)): cv2.CV_16F,
+              (np.dtype(np.float16), np.dtype(np.float32)): cv2.CV_32F}
+    depth = halves.get((x.dtype, np.dtype(dtype)))
+    if depth is None or x.size == 0:
+        return x.astype(dtype)
+    flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+    return cv2.add(flat, 0.0, dtype=depth).reshape(x.shape)   # x + 0.0 == x, converted
+
+
+def owned_float32(out: np.ndarray) -> np.ndarray:
+    """A float32 copy of a model output that the caller may change in place."""
+    y = cast(np.asarray(out), np.float32)
+    return y.copy() if y is out else y
+
+
+def to_rgb_nchw(crops: np.ndarray) -> np.ndarray:
+    """(N,H,W,3) BGR uint8 → contiguous (N,3,H,W) RGB uint8."""
+    return np.ascontiguousarray(crops[..., ::-1].transpose(0, 3, 1, 2))
+
+
+def to_bgr_nhwc(planes: np.ndarray) -> np.ndarray:
+    """(N,3,H,W) RGB uint8 → contiguous (N,H,W,3) BGR uint8."""
+    return np.ascontiguousarray(planes[:, ::-1].transpose(0, 2, 3, 1))
+
+
+def unit_input(crops: np.ndarray, dtype: type) -> np.ndarray:
+    """BGR uint8 crops → RGB NCHW ``x / 255`` in ``dtype`` (the 0..1 models: inswapper)."""
+    x = to_rgb_nchw(crops).astype(np.float32)
+    np.divide(x, 255.0, out=x)
+    return cast(x, dtype)
+
+
+def signed_input(crops: np.ndarray, dtype: type) -> np.ndarray:
+    """BGR uint8 crops → RGB NCHW ``(x / 255 - 0.5) / 0.5`` in ``dtype`` (the −1..1 models: GFPGAN)."""
+    x = to_rgb_nchw(crops).astype(np.float32)
+    np.divide(x, 255.0, out=x)
+    np.subtract(x, 0.5, out=x)
+    np.divide(x, 0.5, out=x)
+    return cast(x, dtype)
+
+
+def unit_output(out: np.ndarray) -> np.ndarray:
+    """RGB NCHW model output in 0..1 (clipped) → BGR uint8 NHWC ``rint(y * 255)``."""
+    y = owned_float32(out)
+    np.clip(y, 0.0, 1.0, out=y)
+    np.multiply(y, 255.0, out=y)
+    np.rint(y, out=y)
+    return to_bgr_nhwc(y.astype(np.uint8))
