@@ -37,7 +37,7 @@ from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
-from .runtime import LazySession, SessionFactory, ThreadPolicy, strategy
+from .runtime import LazySession, SessionFactory, ThreadPolicy, strategy, tune_allocator
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,7 @@ def versions(*, vfr: bool = False, mark: bool = False) -> dict[str, str]:
 class Renderer:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
+        tune_allocator()
         report.prefetch_installation()
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)

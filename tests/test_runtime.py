@@ -173,3 +173,26 @@ def test_io_binding_runs_and_falls_back_to_plain_runs_with_one_line(tmp_path, ca
     assert lazy.io_binding is False and lazy.calls == 3
     lines = [r.getMessage() for r in caplog.records if "I/O binding" in r.getMessage()]
     assert len(lines) == 1 and "plain runs from now on" in lines[0]
+
+
+def test_tune_allocator_serves_frame_sized_blocks_from_the_heap():
+    """After tune_allocator, allocating and freeing 3 MB frames again and again faults no new pages
+    (glibc's default maps each such block afresh and faults every page of it in)."""
+    import subprocess
+    import sys
+    code = """
+import resource, numpy as np
+from render.runtime import tune_allocator
+def faults():
+    m0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(40):
+        a = np.empty(1_000_000 * 3 - 7, np.uint8); a[::4096] = 1; del a
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - m0
+before = faults()
+assert tune_allocator()
+faults()
+print(before, faults())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, after = map(int, out.stdout.split())
+    assert before >= 40 and after < 10, (before, after)   # before: at least one fault per frame
