@@ -138,9 +138,12 @@ class ThreadPolicy:
     """Who gets the cores when ``execution.threads=0``: ONNX Runtime's models or ffmpeg.
 
     ONNX Runtime starts with every core. After the first ``WARMUP`` frames of a render (session
-    creation, first-call allocations), over the next ``WINDOW`` frames, the policy compares the CPU
-    time of the render process (the models, their pre- and post-processing, the pipes) with that of
-    the ffmpeg decoder and encoder:
+    creation, first-call allocations), over the next frames, the policy compares the CPU time of
+    the render process (the models, their pre- and post-processing, the pipes) with that of the
+    ffmpeg decoder and encoder. The window closes after ``WINDOW`` frames, or sooner, once it
+    holds ``MIN_FRAMES`` frames and ``MIN_CPU_S`` CPU-seconds: real models decide within a few
+    frames (until then ffmpeg competes with them at normal priority), light ones take the longer
+    window they need for a steady figure:
 
     * the models use at least ``MODELS_FIRST`` times ffmpeg's CPU (real models on a CPU): they
       keep every core, and the ffmpeg children step back (nice ``NICE``), so that no ONNX Runtime
@@ -154,8 +157,10 @@ class ThreadPolicy:
     bytes (tests/test_threads.py renders with both and compares SHA-256s).
     """
 
-    WARMUP = 4
+    WARMUP = 2
     WINDOW = 16
+    MIN_FRAMES = 3
+    MIN_CPU_S = 0.5
     MODELS_FIRST = 1.5
     NICE = 19
 
@@ -187,9 +192,9 @@ class ThreadPolicy:
             self._start, self._at = now, self._frames
             return None
         n = self._frames - self._at
-        if n < self.WINDOW:
-            return None
         own, ffmpeg = now[0] - self._start[0], now[1] - self._start[1]
+        if n < self.WINDOW and (n < self.MIN_FRAMES or own + ffmpeg < self.MIN_CPU_S):
+            return None
         self.decided = True
         figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
         if own >= self.MODELS_FIRST * ffmpeg:

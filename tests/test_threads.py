@@ -90,3 +90,11 @@ def test_a_new_segment_restarts_the_window(busy_child, idle_child):
     policy.restart()                                  # new children: their CPU counts from zero
     changes = _feed(policy, [busy_child.pid], busy_s=0.0, frames=ThreadPolicy.WINDOW + 2)
     assert [c for c in changes if c is not None] == [1]
+
+
+def test_heavy_models_are_recognised_within_a_few_frames(idle_child):
+    """Real models (here 0.2 CPU-s of this process per frame) decide after WARMUP + MIN_FRAMES
+    frames, not after the whole window: until then ffmpeg competes with them at normal priority."""
+    policy = ThreadPolicy(0, cores=2)
+    _feed(policy, [idle_child.pid], busy_s=0.2, frames=ThreadPolicy.WARMUP + ThreadPolicy.MIN_FRAMES + 1)
+    assert policy.decided and policy.ffmpeg_nice == ThreadPolicy.NICE
