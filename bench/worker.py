@@ -131,6 +131,7 @@ def main(argv: list[str]) -> int:
         "threads": cfg.execution.threads,
         "ort_threads": _ort_threads(renderer),
         "model_calls": _model_calls(renderer),
+        "overhead_s": dict(result.result.overhead) if result.result is not None else None,
         "pid": os.getpid(),
     }
     sys.stdout.write(MARK + json.dumps(out) + "\n")

@@ -101,6 +101,10 @@ class ExecResult:
     output_sha256: str | None = None
     output_streams: list = field(default_factory=list)   # what verify_output counted
     threads: dict | None = None      # ThreadPolicy.summary(): who got the cores
+    #: seconds spent on what segmenting adds to a render: committing segments (flush, count,
+    #: hash), joining and muxing them, verifying the result, and marking it (issue of its own)
+    overhead: dict[str, float] = field(default_factory=lambda: {"commit": 0.0, "assemble": 0.0,
+                                                                "verify": 0.0, "mark": 0.0})
 
 
 class WorkFolder:
@@ -304,6 +308,7 @@ class Executor:
         records: dict[int, SegmentRecord] = {}
         try:
             todo = []
+            commit_s = 0.0
             for seg in plan.segments:
                 rec = self.work.committed(seg)
                 if rec is not None:
@@ -329,8 +334,9 @@ class Executor:
                     reason = self.stop() if self.stop is not None else None
                     if reason:
                         raise Stopped(reason)
-                    rec, n = self._segment(seg, times, progress)
+                    rec, n, c = self._segment(seg, times, progress)
                     decoded += n
+                    commit_s += c
                     records[seg.index] = rec
                     if self.on_segment is not None:
                         self.on_segment(rec, len([i for i in records if i in wanted]), len(wanted))
@@ -340,6 +346,7 @@ class Executor:
             result = ExecResult(plan, [records[i] for i in sorted(records)], rendered=len(todo),
                                 resumed=done_before, frames_decoded=decoded, times=times,
                                 threads=self.threads.summary() if self.threads else None)
+            result.overhead["commit"] = commit_s
             if assemble:
                 self._assemble(result)
             return result
@@ -347,7 +354,8 @@ class Executor:
             self.work.close()
 
     def _segment(self, seg: SegmentPlan, times: StageTimes, progress: Progress | None
-                 ) -> tuple[SegmentRecord, int]:
+                 ) -> tuple[SegmentRecord, int, float]:
+        """Render and commit one segment: its record, the frames decoded, seconds committing."""
         plan = self.plan
         tmp = self.work.temp(seg)
         encode = list(seg.encode[:-1]) + [str(tmp)]
@@ -375,7 +383,9 @@ class Executor:
                                seconds=round(time.perf_counter() - t0, 3), faces=seg_times.faces,
                                frames_touched=seg_times.frames_touched,
                                host=socket.gethostname())
-        return self.work.commit(seg, tmp, record), reader.frames_read
+        t1 = time.perf_counter()
+        record = self.work.commit(seg, tmp, record)
+        return record, reader.frames_read, time.perf_counter() - t1
 
     def _with_policy(self, process: Callable[[list], None], reader: FrameReader,
                      writer: FrameWriter) -> Callable[[list], None]:
@@ -446,6 +456,8 @@ class Executor:
                                f"segments are not done: "
                                + ", ".join(f"{s.index} (frames {s.start}-{s.end - 1})" for s in missing))
         work = self.work.path
+        took = result.overhead
+        t0 = time.perf_counter()
         write_atomic(work / "concat.txt", asm.concat.encode())
         what = f"assembling {out.name}"
         if asm.join:
@@ -456,8 +468,11 @@ class Executor:
         mux = list(asm.mux[:-1]) + [str(tmp)]
         try:
             run_tool(mux, what)
+            t1 = time.perf_counter()
             self.before_commit(tmp)
+            t2 = time.perf_counter()
             result.output_streams = self.verify_output(tmp)
+            t3 = time.perf_counter()
             _fsync_file(tmp)
             try:
                 os.replace(tmp, out)
@@ -470,6 +485,9 @@ class Executor:
         result.assembled = True
         result.output_sha256 = sha256_file(out)
         self.work.remove()
+        took["mark"] = t2 - t1
+        took["verify"] = t3 - t2
+        took["assemble"] = (time.perf_counter() - t0) - took["mark"] - took["verify"]
 
     def verify_output(self, path: Path) -> list:
         """Before it may replace anything: readable to the end, the planned frame count, the video

@@ -72,6 +72,9 @@ def test_report_holds_every_field_with_real_values(rendered):
     assert [s["frames"] for s in data["segments"]] == [[0, 25], [25, 50], [50, 75]]
     t = data["timing"]
     assert t["fps"] > 0 and t["started"] < t["ended"] and t["stage_ms_per_frame"]["swap"] >= 0
+    over = t["overhead_s"]                               # what segmenting adds, and marking
+    assert set(over) == {"commit", "assemble", "verify", "mark"}
+    assert all(v > 0 for v in over.values()) and sum(over.values()) < t["seconds"]
     assert data["memory"]["rss_bytes"]["renderer"] > 10 << 20
     assert data["memory"]["gpu_bytes"] is None           # no NVML here: null, never made up
     assert data["synthetic"] is True
