@@ -235,7 +235,7 @@ def test_detector_shrink_is_an_area_mean_and_exact_on_halvings():
 
 
 def test_crop_tensors_match_the_textbook_expressions():
-    from render.faces.blob import cast, signed_input, unit_input, unit_output
+    from render.faces.blob import cast, signed_input, to_rgb_nchw, unit_input, unit_output
     rng = np.random.default_rng(5)
     crops = rng.integers(0, 256, (3, 64, 48, 3), np.uint8)
     ref = (crops[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
@@ -243,7 +243,7 @@ def test_crop_tensors_match_the_textbook_expressions():
         got = unit_input(crops, dtype)
         assert got.dtype == dtype and got.flags.c_contiguous
         assert np.array_equal(got, ref.astype(dtype))
-        assert np.array_equal(signed_input(crops, dtype), ((ref - 0.5) / 0.5).astype(dtype))
+        assert np.array_equal(signed_input(to_rgb_nchw(crops), dtype), ((ref - 0.5) / 0.5).astype(dtype))
     y = rng.uniform(-0.2, 1.2, (3, 3, 64, 48)).astype(np.float32)
     for out in (y, y.astype(np.float16)):
         expect = np.rint(np.clip(out.astype(np.float32), 0, 1).transpose(0, 2, 3, 1)[..., ::-1] * 255)

@@ -28,14 +28,15 @@ class Enhancer:
         inp = session.get_inputs()[0]
         if len(inp.shape) != 4:
             raise ModelError(f"enhancer input {inp.name} has shape {inp.shape}, expected NCHW")
-        x = signed_input(crops, input_dtype(inp.type))
+        planes = to_rgb_nchw(crops)
+        x = signed_input(planes, input_dtype(inp.type))
         out = owned_float32(self.lazy.run({inp.name: x})[0])     # RGB NCHW
         np.clip(out, -1.0, 1.0, out=out)                  # (clip(y) + 1) / 2 * 255, in place
         np.add(out, 1.0, out=out)
         np.divide(out, 2.0, out=out)
         np.multiply(out, 255.0, out=out)
         np.multiply(out, self.blend, out=out)             # blend * enhanced + (1 - blend) * crop
-        rest = to_rgb_nchw(crops).astype(np.float32)
+        rest = planes.astype(np.float32)
         np.multiply(rest, 1.0 - self.blend, out=rest)
         np.add(out, rest, out=out)
         np.rint(out, out=out)
