@@ -18,6 +18,7 @@ import pytest
 
 import media_fixtures as mf
 from conftest import run_cli
+from web_classroom import signed_in as student
 from web_classroom import FAKE_GPU, PASSWORD, Classroom, Client, Server, start_worker, stop_worker
 
 
@@ -53,11 +54,7 @@ def server(room):
 
 @pytest.fixture(scope="module")
 def teacher(room, server):
-    return Client(server.url).first_sign_in("tess", room.add_user("tess", "teacher"))
-
-
-def student(room: Classroom, server: Server, name: str) -> Client:
-    return Client(server.url).first_sign_in(name, room.add_user(name))
+    return student(room, server, "tess", "teacher")
 
 
 def settings(teacher: Client, **values) -> dict:

@@ -16,6 +16,7 @@ import pytest
 import requests
 
 import media_fixtures as mf
+from web_classroom import signed_in as student
 from web_classroom import PASSWORD, Classroom, Client, Server, db_bytes
 
 
@@ -46,11 +47,7 @@ def server(room, server_tmp):
 
 @pytest.fixture(scope="module")
 def teacher(room, server):
-    return Client(server.url).first_sign_in("tia", room.add_user("tia", "teacher"))
-
-
-def student(room: Classroom, server: Server, name: str) -> Client:
-    return Client(server.url).first_sign_in(name, room.add_user(name))
+    return student(room, server, "tia", "teacher")
 
 
 def nothing_kept(room: Classroom, before) -> None:

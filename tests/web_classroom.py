@@ -168,6 +168,11 @@ class Client:
         raise AssertionError(f"job {job_id} did not reach {states}: {seen}")
 
 
+def signed_in(room: Classroom, server: Server, name: str, role: str = "student") -> Client:
+    """A new account ``name`` in ``room``, signed in to ``server`` with its password changed."""
+    return Client(server.url).first_sign_in(name, room.add_user(name, role))
+
+
 def start_worker(classroom: Classroom, *extra: str, log: Path | None = None) -> subprocess.Popen:
     """``render work follow=true`` on the classroom's spool and fake GPU."""
     log = log or classroom.root / f"work-{time.monotonic_ns()}.log"
