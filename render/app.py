@@ -178,7 +178,8 @@ class Models:
             _check_contract(self.enhancer_entry, "enhance.model", ("enhancer-gfpgan",))
         self.factory = SessionFactory(cfg.execution, cfg.cache_path)
         #: who gets the cores (ONNX Runtime or ffmpeg), decided once by the first render
-        self.threads = ThreadPolicy(cfg.execution.threads)
+        self.threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
+                                    on_cpu=self.factory.providers[0] == "CPUExecutionProvider")
         self.factory.threads = self.threads.threads
         self.settings = strategy(cfg.execution)
         self.detector = Detector(self._lazy(self.detector_entry), self.detector_entry.contract,

@@ -108,9 +108,11 @@ class Execution:
                                min=0, max=256)
     batch_size: int = _f(0, "face crops per swapper/enhancer call when the model allows "
                          "(0 = from memory_strategy)", min=0, max=64)
-    threads: int = _f(0, "ONNX Runtime intra-op threads (0 = measured: every core while the "
-                      "models are the busier side, ffmpeg then at nice 19; half when ffmpeg is)",
-                      min=0, max=256)
+    threads: int = _f(0, "ONNX Runtime intra-op threads per model call (0 = the cores shared out "
+                      "over the lanes; ffmpeg at nice 19 while the models are the busier side, "
+                      "half the cores for the models when ffmpeg is)", min=0, max=256)
+    lanes: int = _f(0, "batches of frames swapped and enhanced at once, each on its own thread "
+                    "(0 = 2 on the CPU provider when execution.threads=0, else 1)", min=0, max=64)
     graph_optimization: str = _f("all", "ONNX Runtime graph optimisation level",
                                  choices=("disable", "basic", "extended", "all"))
     gpu_mem_limit_mb: int = _f(0, "CUDA arena limit in MiB (0 = from memory_strategy)", min=0,

@@ -364,9 +364,9 @@ class Executor:
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
-            frames = stream(reader, writer.write, self._with_policy(stage.process, reader, writer),
+            frames = stream(reader, writer.write, self._with_policy(stage.prepare, reader, writer),
                             frames_in_flight=self.frames_in_flight, times=seg_times,
-                            progress=progress)
+                            progress=progress, lanes=self.threads.lanes if self.threads else 1)
             if frames < seg.frames:
                 writer.abort()
                 at = seg.start + frames
@@ -387,18 +387,18 @@ class Executor:
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
 
-    def _with_policy(self, process: Callable[[list], None], reader: FrameReader,
-                     writer: FrameWriter) -> Callable[[list], None]:
-        """``process`` that also lets the thread policy watch this segment's ffmpeg children."""
+    def _with_policy(self, prepare: Callable[[list], Callable[[], None] | None], reader: FrameReader,
+                     writer: FrameWriter) -> Callable[[list], Callable[[], None] | None]:
+        """``prepare`` that also lets the thread policy watch this segment's ffmpeg children."""
         policy = self.threads
         if policy is None:
-            return process
+            return prepare
         children = [reader.proc.pid, writer.proc.pid]
         policy.restart()
         policy.renice(children)
 
-        def watched(batch: list) -> None:
-            process(batch)
+        def watched(batch: list) -> Callable[[], None] | None:
+            rest = prepare(batch)
             if not policy.decided:
                 policy.observe(len(batch), children)
                 if policy.decided:
@@ -406,6 +406,7 @@ class Executor:
                     policy.renice(children)
                     if self.apply_threads is not None:
                         self.apply_threads()
+            return rest
         return watched
 
     # -- images ----------------------------------------------------------------------------------

@@ -2,9 +2,15 @@
 
 Frames in flight (decoded but not yet handed to the encoder) never exceed ``frames_in_flight``:
 the reader takes a slot before it decodes a frame and the writer gives it back after encoding.
-The face stage gathers the frames that are ready (up to half the slots, so decoding goes on
+The face stage gathers the frames that are ready (a share of the slots, so decoding goes on
 meanwhile) and batches their face crops through the swapper and enhancer. A frame without a
 selected face goes through untouched.
+
+The face stage has two halves. Finding the faces (detect, track, select) carries state from frame
+to frame, so it runs in order, on the calling thread. Swapping, enhancing and pasting the faces
+found touch only their own batch, so with ``lanes`` > 1 that half runs on a pool of lane threads,
+several batches at once, each model call with its own ONNX Runtime threads; the writer takes the
+batches back in frame order. A batch's pixels do not depend on which lane made them.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import logging
 import queue
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -33,16 +40,19 @@ STAGES = ("decode", "detect", "embed", "swap", "enhance", "composite", "encode")
 
 @dataclass
 class StageTimes:
-    """Seconds spent per stage; each stage is written by one thread only."""
+    """Seconds spent per stage, summed over the threads that ran it (with several lanes, the
+    swap, enhance and composite figures add up the lanes' time)."""
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames: int = 0
     faces: int = 0
     frames_touched: int = 0               # frames with at least one face swapped
     first_frame_at: float | None = None   # perf_counter when the first frame was encoded
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, stage: str, dt: float) -> None:
-        self.seconds[stage] += dt
+        with self._lock:
+            self.seconds[stage] += dt
 
     def merge(self, other: "StageTimes") -> None:
         """Add ``other`` (a segment's times) into these (the render's)."""
@@ -178,13 +188,31 @@ class FaceStage:
             paste(frames[i], crop, m, mask)
         self.times.add("composite", time.perf_counter() - t0)
 
-    def process(self, frames: list[np.ndarray]) -> None:
-        """Swap the selected faces of ``frames`` in place."""
+    def find(self, frames: list[np.ndarray]) -> list[tuple[int, Face]]:
+        """The selected faces of ``frames`` as (index in ``frames``, face); in frame order, one
+        batch after the other (the tracker and the selection carry state between frames)."""
         faces = [(i, face) for i, frame in enumerate(frames) for face in self._faces(frame)]
-        if not faces:
-            return
         self.times.faces += len(faces)
         self.times.frames_touched += len({i for i, _ in faces})
+        return faces
+
+    def prepare(self, frames: list[np.ndarray]) -> Callable[[], None] | None:
+        """Find the faces of ``frames``; returns the rest of the work (swap, enhance and paste
+        back in place), which touches only these frames and may run on another thread, or None
+        when no face was selected."""
+        faces = self.find(frames)
+        if not faces:
+            return None
+        return lambda: self.swap(frames, faces)
+
+    def process(self, frames: list[np.ndarray]) -> None:
+        """Swap the selected faces of ``frames`` in place, on this thread."""
+        rest = self.prepare(frames)
+        if rest is not None:
+            rest()
+
+    def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
+        """Swap (and enhance) ``faces`` of ``frames`` in place."""
         sw = self.swapper
         self._apply(frames, faces, "swap", lambda c: sw.swap(c, self.latent), sw.template, sw.size,
                     sw.max_batch, self.swap_mask)
@@ -203,9 +231,16 @@ class _Failure:
 
 
 def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
-           process: Callable[[list[np.ndarray]], None], *, frames_in_flight: int,
-           times: StageTimes, progress: Progress | None = None) -> int:
+           process: Callable[[list[np.ndarray]], Callable[[], None] | None], *,
+           frames_in_flight: int, times: StageTimes, progress: Progress | None = None,
+           lanes: int = 1) -> int:
     """Run reader → ``process`` → writer with at most ``frames_in_flight`` frames in the system.
+
+    ``process(batch)`` runs on the calling thread, batch after batch in frame order. It may return
+    the rest of the batch's work, which runs on one of ``lanes`` lane threads (on the calling
+    thread when ``lanes`` is 1) before the writer takes the batch's frames, still in order. A
+    batch gathers the frames that are ready, up to ``frames_in_flight // (lanes + 1)``, so that
+    decoding and encoding go on while every lane works.
 
     Returns the number of frames written. Any failure in a thread stops the others and is
     re-raised here; KeyboardInterrupt in the caller's thread stops everything too.
@@ -214,7 +249,10 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
     stop = threading.Event()
     in_q: queue.Queue = queue.Queue()
     out_q: queue.Queue = queue.Queue()
-    gather = max(1, frames_in_flight // 2)
+    lanes = max(1, lanes)
+    gather = max(1, frames_in_flight // (lanes + 1))
+    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="render-lane") \
+        if lanes > 1 else None
     written = 0
 
     def acquire() -> bool:
@@ -239,6 +277,16 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
             return
         in_q.put(_DONE)
 
+    def finished(lane: Future | None) -> bool:
+        """Wait for a batch's lane work; False when the stream stopped meanwhile."""
+        while lane is not None and not lane.done():
+            if stop.is_set():
+                return False
+            wait([lane], timeout=0.1)
+        if lane is not None:
+            lane.result()                  # re-raises the lane's failure
+        return True
+
     def writer() -> None:
         nonlocal written
         try:
@@ -251,16 +299,20 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
                     continue
                 if item is _DONE:
                     return
-                t0 = time.perf_counter()
-                write(item)
-                times.add("encode", time.perf_counter() - t0)
-                written += 1
-                times.frames = written
-                if times.first_frame_at is None:
-                    times.first_frame_at = time.perf_counter()
-                slots.release()
-                if progress is not None:
-                    progress.update(1)
+                batch, lane = item
+                if not finished(lane):
+                    return
+                for frame in batch:
+                    t0 = time.perf_counter()
+                    write(frame)
+                    times.add("encode", time.perf_counter() - t0)
+                    written += 1
+                    times.frames = written
+                    if times.first_frame_at is None:
+                        times.first_frame_at = time.perf_counter()
+                    slots.release()
+                    if progress is not None:
+                        progress.update(1)
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             writer_failure.append(exc)
             stop.set()
@@ -271,8 +323,8 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
     for t in threads:
         t.start()
     try:
-        finished = False
-        while not finished:
+        done = False
+        while not done:
             item = in_q.get()
             if isinstance(item, _Failure):
                 raise item.exc
@@ -287,20 +339,27 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
                 if isinstance(nxt, _Failure):
                     raise nxt.exc
                 if nxt is _DONE:
-                    finished = True
+                    done = True
                     break
                 batch.append(nxt)
             if writer_failure:
                 raise writer_failure[0]
-            process(batch)
-            for frame in batch:
-                out_q.put(frame)
+            rest = process(batch)
+            lane: Future | None = None
+            if rest is not None:
+                if pool is None:
+                    rest()
+                else:
+                    lane = pool.submit(rest)
+            out_q.put((batch, lane))
         out_q.put(_DONE)
         threads[1].join()
         if writer_failure:
             raise writer_failure[0]
     finally:
         stop.set()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)   # a model call runs to its end
         for t in threads:
             t.join(timeout=5)
     return written

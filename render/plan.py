@@ -35,7 +35,7 @@ PINNED_ENCODE_THREADS = 4
 #: progress=off or another cache folder still resumes)
 UNKEYED = frozenset({
     "profile", "source", "target", "output", "input_dir", "output_dir", "cache_dir", "progress",
-    "models.dir", "models.manifest", "execution.threads", "execution.frames_in_flight",
+    "models.dir", "models.manifest", "execution.threads", "execution.lanes", "execution.frames_in_flight",
     "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
     "execution.trt_workspace_mb", "allow_partial", "mark.cert", "mark.key", "lock_dir",
     "spool_dir", "skip_done", "lock.slots", "lock.timeout", "lock.device", "shard.index",

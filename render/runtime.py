@@ -135,28 +135,36 @@ def child_cpu_seconds(pid: int) -> float | None:
 
 
 class ThreadPolicy:
-    """Who gets the cores when ``execution.threads=0``: ONNX Runtime's models or ffmpeg.
+    """How the cores are shared between ONNX Runtime's models and ffmpeg (``execution.threads=0``).
 
-    ONNX Runtime starts with every core. After the first ``WARMUP`` frames of a render (session
-    creation, first-call allocations), over the next frames, the policy compares the CPU time of
-    the render process (the models, their pre- and post-processing, the pipes) with that of the
-    ffmpeg decoder and encoder. The window closes after ``WINDOW`` frames, or sooner, once it
-    holds ``MIN_FRAMES`` frames and ``MIN_CPU_S`` CPU-seconds: real models decide within a few
-    frames (until then ffmpeg competes with them at normal priority), light ones take the longer
-    window they need for a steady figure:
+    **Lanes.** When the models run on the CPU provider, the face stage swaps and enhances ``LANES``
+    batches at once (``render.pipeline.stream``), each model call with ``cores // LANES`` intra-op
+    threads: two one-thread calls on two cores make 25 % more swaps per second than one
+    two-thread call (bench: the realistic swapper, 52 against 69 ms per call), and an encoder
+    taking a core slows one lane instead of stalling both halves of every call. On a GPU provider
+    there is one lane (two would double the activations in a capped arena).
+
+    **Who yields.** After the first ``WARMUP`` frames of a render (session creation, first-call
+    allocations), over the next frames, the policy compares the CPU time of the render process
+    (the models, their pre- and post-processing, the pipes) with that of the ffmpeg decoder and
+    encoder. The window closes after ``WINDOW`` frames, or sooner, once it holds ``MIN_FRAMES``
+    frames and ``MIN_CPU_S`` CPU-seconds: real models decide within a few frames, light ones take
+    the longer window they need for a steady figure:
 
     * the models use at least ``MODELS_FIRST`` times ffmpeg's CPU (real models on a CPU): they
-      keep every core, and the ffmpeg children step back (nice ``NICE``), so that no ONNX Runtime
-      thread waits for an encoder holding its core; ffmpeg runs in the gaps between model calls;
-    * otherwise (light models, or a GPU doing the inference): ONNX Runtime gets half the cores and
-      its sessions on the CPU provider are recreated with that at their next call; ffmpeg keeps
-      the rest at normal priority.
+      keep their threads, and the ffmpeg children step back (nice ``NICE``), so that no ONNX
+      Runtime thread waits for an encoder holding its core; ffmpeg runs in the gaps;
+    * otherwise (light models, or a GPU doing the inference): ONNX Runtime gets half the cores
+      (over all lanes) and its sessions on the CPU provider are recreated with that at their next
+      call; ffmpeg keeps the rest at normal priority.
 
     Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
-    ``execution.threads`` or a single core leave it alone. Neither choice changes an output's
-    bytes (tests/test_threads.py renders with both and compares SHA-256s).
+    ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
+    says otherwise). Neither choice changes an output's bytes (tests/test_threads.py renders
+    with each and compares SHA-256s).
     """
 
+    LANES = 2
     WARMUP = 2
     WINDOW = 16
     MIN_FRAMES = 3
@@ -164,9 +172,14 @@ class ThreadPolicy:
     MODELS_FIRST = 1.5
     NICE = 19
 
-    def __init__(self, fixed: int, cores: int | None = None) -> None:
+    def __init__(self, fixed: int, cores: int | None = None, *, lanes: int = 0,
+                 on_cpu: bool = True) -> None:
         self.cores = cores or cpu_count()
-        self.threads = fixed or self.cores
+        auto = not fixed and self.cores >= 2
+        #: batches swapped at once (render.pipeline.stream)
+        self.lanes = lanes or (self.LANES if auto and on_cpu else 1)
+        #: ONNX Runtime's intra-op threads per model call
+        self.threads = fixed or max(1, self.cores // self.lanes)
         self.ffmpeg_nice = 0
         self.decided = bool(fixed) or self.cores < 2
         self.reason = f"execution.threads={fixed}" if fixed else \
@@ -199,11 +212,15 @@ class ThreadPolicy:
         figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
         if own >= self.MODELS_FIRST * ffmpeg:
             self.ffmpeg_nice = self.NICE
-            self.reason = f"{figures}: ONNX Runtime keeps all {self.cores} cores, ffmpeg at nice {self.NICE}"
+            self.reason = (f"{figures}: ONNX Runtime keeps {self.lanes} lane(s) × {self.threads} "
+                           f"thread(s) on {self.cores} cores, ffmpeg at nice {self.NICE}")
             return None
-        self.threads = max(1, self.cores // 2)
-        self.reason = f"{figures}: ONNX Runtime gets {self.threads} of {self.cores} cores"
-        return self.threads
+        threads = max(1, self.cores // 2 // self.lanes)
+        self.reason = f"{figures}: ONNX Runtime gets {threads * self.lanes} of {self.cores} cores"
+        if threads == self.threads:
+            return None
+        self.threads = threads
+        return threads
 
     def restart(self) -> None:
         """A new segment: its ffmpeg children are new processes, so the window starts again."""
@@ -220,7 +237,7 @@ class ThreadPolicy:
                 pass
 
     def summary(self) -> dict[str, Any]:
-        return {"onnxruntime_threads": self.threads, "cores": self.cores,
+        return {"onnxruntime_threads": self.threads, "lanes": self.lanes, "cores": self.cores,
                 "ffmpeg_nice": self.ffmpeg_nice, "why": self.reason}
 
 
@@ -369,8 +386,10 @@ class LazySession:
         session = self.session
         t0 = time.perf_counter()
         out = self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
-        self.run_seconds += time.perf_counter() - t0
-        self.calls += 1
+        dt = time.perf_counter() - t0
+        with self._lock:                   # lanes call one session from several threads
+            self.run_seconds += dt
+            self.calls += 1
         return out
 
     def _run_bound(self, session: ort.InferenceSession, feed: dict[str, Any]) -> list[Any]:

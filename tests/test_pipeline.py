@@ -75,6 +75,70 @@ def test_a_failing_reader_stops_the_stream():
         stream(frames(), lambda f: None, lambda b: None, frames_in_flight=4, times=StageTimes())
 
 
+@pytest.mark.parametrize("in_flight", [1, 4, 9])
+def test_lanes_run_batches_at_once_and_the_writer_keeps_frame_order(in_flight):
+    """Batches finish out of order on two lanes (the earlier one sleeps longer); frames are
+    written in order, each after its batch's lane work, and frames in flight stay bounded."""
+    state = {"read": 0, "written": 0, "max": 0, "busy": 0, "most_busy": 0}
+    lock = threading.Lock()
+    lanes_seen = set()
+
+    def frames():
+        for i in range(40):
+            with lock:
+                state["read"] += 1
+                state["max"] = max(state["max"], state["read"] - state["written"])
+            yield np.full((4, 4, 3), i, np.uint8)
+
+    out = []
+
+    def write(frame):
+        assert frame[0, 0, 1] == 255                 # the lane's work was done before writing
+        with lock:
+            state["written"] += 1
+        out.append(int(frame[0, 0, 0]))
+
+    def prepare(batch):
+        assert threading.current_thread() is threading.main_thread()
+        assert 1 <= len(batch) <= max(1, in_flight // 3)
+
+        def rest():
+            lanes_seen.add(threading.current_thread().name)
+            with lock:
+                state["busy"] += 1
+                state["most_busy"] = max(state["most_busy"], state["busy"])
+            time.sleep(0.004 if int(batch[0][0, 0, 0]) % 2 == 0 else 0.001)
+            for f in batch:
+                f[..., 1] = 255
+            with lock:
+                state["busy"] -= 1
+        return rest
+
+    n = stream(frames(), write, prepare, frames_in_flight=in_flight, times=StageTimes(), lanes=2)
+    assert n == 40 and out == list(range(40))
+    assert state["max"] <= in_flight
+    assert all(name.startswith("render-lane") for name in lanes_seen)
+    if in_flight >= 4:                                # room for two batches: both lanes work
+        assert state["most_busy"] == 2 and len(lanes_seen) == 2
+
+
+def test_a_failing_lane_stops_the_stream_and_its_error_is_raised():
+    def frames():
+        for i in range(1000):
+            yield np.full((2, 2, 3), i, np.uint16)
+
+    def prepare(batch):
+        def rest():
+            if any(f[0, 0, 0] == 7 for f in batch):
+                raise RuntimeError("model call failed")
+        return rest
+
+    written = []
+    with pytest.raises(RuntimeError, match="model call failed"):
+        stream(frames(), written.append, prepare, frames_in_flight=6, times=StageTimes(), lanes=2)
+    assert len(written) < 7                          # nothing after the failed batch
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("m")

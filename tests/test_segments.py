@@ -150,19 +150,19 @@ def test_changed_override_starts_afresh(workdir, standin_models, clip):
 
 
 def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, clip, reference):
-    """Other ORT threads, frames in flight and batch: the same bytes (everything that changes them
-    is pinned in the plan)."""
+    """Other ORT threads, lanes, frames in flight and batch: the same bytes (everything that
+    changes them is pinned in the plan)."""
     out = workdir / "out" / "clip.mp4"
     r = run_cli(*render_args(workdir, standin_models, clip.path, out, "execution.threads=2",
-                             "execution.frames_in_flight=3", cache="cache2"))
+                             "execution.lanes=3", "execution.frames_in_flight=7", cache="cache2"))
     assert r.returncode == 0, r.stderr
     assert sha(out) == reference
 
 
 def test_thread_policy_decides_mid_render_and_bytes_stay(workdir, standin_models, clip, reference):
-    """execution.threads=0: the policy measures the first frames, may recreate the sessions with
-    fewer threads and renice ffmpeg in the middle of a segment; the bytes stay those of a render
-    with one fixed thread."""
+    """execution.threads=0: two lanes of swaps on the CPU provider; the policy measures the first
+    frames, may recreate the sessions with fewer threads and renice ffmpeg in the middle of a
+    segment; the bytes stay those of a render with one lane and one fixed thread."""
     import json
 
     out = workdir / "policy" / "clip.mp4"   # same name: the mark records it
@@ -175,10 +175,12 @@ def test_thread_policy_decides_mid_render_and_bytes_stay(workdir, standin_models
     if cores > 1:
         assert threads["why"] != "undecided" and "CPU-ms/frame" in threads["why"], threads
         assert "threads: render" in r.stderr
-        if "keeps all" in threads["why"]:
-            assert threads["onnxruntime_threads"] == cores and threads["ffmpeg_nice"] > 0
+        assert threads["lanes"] == 2
+        if "ffmpeg at nice" in threads["why"]:
+            assert threads["onnxruntime_threads"] == cores // 2 and threads["ffmpeg_nice"] > 0
         else:
-            assert threads["onnxruntime_threads"] == cores // 2 and threads["ffmpeg_nice"] == 0
+            assert threads["onnxruntime_threads"] == max(1, cores // 4)
+            assert threads["ffmpeg_nice"] == 0
 
 
 # -- inputs that lie ----------------------------------------------------------------------------------

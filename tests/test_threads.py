@@ -55,8 +55,16 @@ def test_child_cpu_seconds_reads_a_live_child_and_none_for_a_reaped_one(busy_chi
     assert child_cpu_seconds(p.pid) is None
 
 
+def test_cores_are_shared_out_over_lanes_on_the_cpu_provider():
+    assert (ThreadPolicy(0, cores=2).lanes, ThreadPolicy(0, cores=2).threads) == (2, 1)
+    assert (ThreadPolicy(0, cores=16).lanes, ThreadPolicy(0, cores=16).threads) == (2, 8)
+    assert (ThreadPolicy(0, cores=8, lanes=4).lanes, ThreadPolicy(0, cores=8, lanes=4).threads) == (4, 2)
+    gpu = ThreadPolicy(0, cores=8, on_cpu=False)      # one lane: a capped GPU arena, one call at once
+    assert (gpu.lanes, gpu.threads) == (1, 8)
+
+
 def test_ffmpeg_busier_gives_onnx_runtime_half_the_cores(busy_child):
-    policy = ThreadPolicy(0, cores=4)
+    policy = ThreadPolicy(0, cores=4, on_cpu=False)
     assert policy.threads == 4 and policy.ffmpeg_nice == 0
     changes = _feed(policy, [busy_child.pid], busy_s=0.0,
                     frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
@@ -66,26 +74,36 @@ def test_ffmpeg_busier_gives_onnx_runtime_half_the_cores(busy_child):
     assert _feed(policy, [busy_child.pid], busy_s=0.0, frames=3) == [None] * 3   # decided once
 
 
-def test_models_busier_keep_every_core_and_ffmpeg_steps_back(idle_child):
+def test_ffmpeg_busier_gives_the_lanes_half_the_cores_together(busy_child):
+    policy = ThreadPolicy(0, cores=8)
+    assert (policy.lanes, policy.threads) == (2, 4)
+    changes = _feed(policy, [busy_child.pid], busy_s=0.0,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert [c for c in changes if c is not None] == [2]
+    assert "ONNX Runtime gets 4 of 8 cores" in policy.reason
+
+
+def test_models_busier_keep_their_threads_and_ffmpeg_steps_back(idle_child):
     policy = ThreadPolicy(0, cores=2)
     changes = _feed(policy, [idle_child.pid], busy_s=0.01,
                     frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
     assert all(c is None for c in changes)
-    assert policy.decided and policy.threads == 2
+    assert policy.decided and (policy.lanes, policy.threads) == (2, 1)
     assert policy.ffmpeg_nice == ThreadPolicy.NICE
-    assert "keeps all 2 cores" in policy.reason
+    assert "2 lane(s) × 1 thread(s) on 2 cores, ffmpeg at nice" in policy.reason
 
 
 def test_fixed_threads_or_one_core_are_left_alone(busy_child):
     for policy in (ThreadPolicy(3, cores=8), ThreadPolicy(0, cores=1)):
-        assert policy.decided
+        assert policy.decided and policy.lanes == 1
         assert _feed(policy, [busy_child.pid], busy_s=0.0, frames=25) == [None] * 25
     assert ThreadPolicy(3, cores=8).threads == 3
     assert ThreadPolicy(0, cores=1).threads == 1
+    assert ThreadPolicy(3, cores=8, lanes=2).lanes == 2
 
 
 def test_a_new_segment_restarts_the_window(busy_child, idle_child):
-    policy = ThreadPolicy(0, cores=2)
+    policy = ThreadPolicy(0, cores=2, on_cpu=False)
     _feed(policy, [idle_child.pid], busy_s=0.0, frames=ThreadPolicy.WARMUP + 3)
     policy.restart()                                  # new children: their CPU counts from zero
     changes = _feed(policy, [busy_child.pid], busy_s=0.0, frames=ThreadPolicy.WINDOW + 2)
