@@ -37,7 +37,7 @@ from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
-from .runtime import LazySession, SessionFactory, ThreadPolicy, strategy, tune_allocator
+from .runtime import LazySession, Preload, SessionFactory, ThreadPolicy, strategy, tune_allocator
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,10 @@ class Models:
             if lazy is not None and lazy.loaded and (lazy.providers or ["CPUExecutionProvider"])[0] \
                     == "CPUExecutionProvider":
                 lazy.release()
+
+    def preload(self) -> Preload:
+        """Create the swapper's and enhancer's sessions in the background (:class:`Preload`)."""
+        return Preload([h.lazy for h in (self.swapper, self.enhancer) if h is not None])
 
     def _lazy(self, entry: ModelEntry) -> LazySession:
         path = self.store.path(entry)
@@ -414,7 +418,7 @@ class Renderer:
                         progress=self.cfg.progress,
                         before_commit=self.marker(plan, marks if marks is not None else {}),
                         stop=stop, on_segment=on_segment, threads=self.models.threads,
-                        apply_threads=self.models.apply_threads)
+                        apply_threads=self.models.apply_threads, preload=self.models.preload)
 
     def up_to_date(self, job: Job) -> bool:
         """The output exists, is what its report says, and the report has this render's key."""

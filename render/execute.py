@@ -12,6 +12,7 @@ missing ones) and a shard of a cluster job (its own): the bytes depend on the pl
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -22,7 +23,7 @@ import socket
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from .errors import Interrupted, MediaError, RenderFailed, UsageError
 from .media import mp4index
@@ -33,7 +34,7 @@ from .media.writer import FrameWriter
 from .pipeline import FaceStage, StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
-from .runtime import ThreadPolicy
+from .runtime import Preload, ThreadPolicy
 
 log = logging.getLogger(__name__)
 
@@ -284,8 +285,10 @@ class Executor:
                  before_commit: Callable[[Path], None] | None = None,
                  stop: Callable[[], str | None] | None = None,
                  threads: ThreadPolicy | None = None,
-                 apply_threads: Callable[[], None] | None = None) -> None:
+                 apply_threads: Callable[[], None] | None = None,
+                 preload: Callable[[], Preload] | None = None) -> None:
         self.plan = plan
+        self.preload = preload
         self.threads = threads
         self.apply_threads = apply_threads
         self._before_commit = before_commit
@@ -301,7 +304,8 @@ class Executor:
             refuse_other: bool = False) -> ExecResult:
         plan = self.plan
         if plan.kind == "image":
-            return self._image()
+            with self._preloading(True):
+                return self._image()
         wanted = set(range(len(plan.segments))) if segments is None else set(segments)
         self.work.open(refuse_other=refuse_other)
         times = StageTimes()
@@ -329,20 +333,21 @@ class Executor:
                     log.info("%s: %s", Path(plan.output).name, note)
             if self.on_segment is not None:
                 self.on_segment(None, done_before, len(wanted))
-            try:
-                for seg in todo:
-                    reason = self.stop() if self.stop is not None else None
-                    if reason:
-                        raise Stopped(reason)
-                    rec, n, c = self._segment(seg, times, progress)
-                    decoded += n
-                    commit_s += c
-                    records[seg.index] = rec
-                    if self.on_segment is not None:
-                        self.on_segment(rec, len([i for i in records if i in wanted]), len(wanted))
-            finally:
-                if progress is not None:
-                    progress.close()
+            with self._preloading(bool(todo)):
+                try:
+                    for seg in todo:
+                        reason = self.stop() if self.stop is not None else None
+                        if reason:
+                            raise Stopped(reason)
+                        rec, n, c = self._segment(seg, times, progress)
+                        decoded += n
+                        commit_s += c
+                        records[seg.index] = rec
+                        if self.on_segment is not None:
+                            self.on_segment(rec, len([i for i in records if i in wanted]), len(wanted))
+                finally:
+                    if progress is not None:
+                        progress.close()
             result = ExecResult(plan, [records[i] for i in sorted(records)], rendered=len(todo),
                                 resumed=done_before, frames_decoded=decoded, times=times,
                                 threads=self.threads.summary() if self.threads else None)
@@ -352,6 +357,16 @@ class Executor:
             return result
         finally:
             self.work.close()
+
+    @contextlib.contextmanager
+    def _preloading(self, needed: bool) -> Iterator[None]:
+        """While there is work, the large models' sessions load in the background (Preload)."""
+        loading = self.preload() if needed and self.preload is not None else None
+        try:
+            yield
+        finally:
+            if loading is not None:
+                loading.join()
 
     def _segment(self, seg: SegmentPlan, times: StageTimes, progress: Progress | None
                  ) -> tuple[SegmentRecord, int, float]:

@@ -415,3 +415,30 @@ class LazySession:
     def release(self) -> None:
         with self._lock:
             self._session = None
+
+
+class Preload:
+    """Creates sessions on a background thread ahead of their first call.
+
+    The swapper's and the enhancer's sessions (the large ones: seconds to load and optimise) are
+    made while the render probes its input, starts ffmpeg, embeds the source and detects the
+    first faces, instead of after all that. A session that fails to load is left to its first
+    call, which raises the error where it is reported. :meth:`join` before the render returns,
+    so that no session is still being created when the process ends.
+    """
+
+    def __init__(self, sessions: list[LazySession]) -> None:
+        self._thread = threading.Thread(target=self._create, args=(sessions,),
+                                        name="render-preload", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _create(sessions: list[LazySession]) -> None:
+        for lazy in sessions:
+            try:
+                lazy.session
+            except Exception:  # noqa: BLE001 - raised again by the first call, where it is reported
+                log.debug("preloading a session failed; its first call will say why", exc_info=True)
+
+    def join(self) -> None:
+        self._thread.join()

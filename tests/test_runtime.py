@@ -7,7 +7,7 @@ import pytest
 
 from render.config import load_config
 from render.errors import ModelError
-from render.runtime import STRATEGIES, LazySession, SessionFactory, strategy, trt_cache_dir
+from render.runtime import STRATEGIES, LazySession, Preload, SessionFactory, strategy, trt_cache_dir
 
 ALL = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
@@ -81,6 +81,47 @@ def test_lazy_session_loads_on_first_use_and_releases():
     lazy.release()
     assert not lazy.loaded
     assert lazy.session is not s1 and made == [1, 1]
+
+
+def test_preload_creates_sessions_on_another_thread_and_leaves_failures_to_the_first_call():
+    import threading
+
+    made_on = []
+    good = LazySession(lambda: made_on.append(threading.current_thread().name) or object())
+
+    def broken():
+        raise ModelError("cannot load model swapper.onnx: truncated file")
+
+    bad = LazySession(broken)
+    Preload([bad, good]).join()
+    assert good.loaded and made_on == ["render-preload"]
+    s = good.session
+    assert good.session is s and made_on == ["render-preload"]       # not created twice
+    assert not bad.loaded
+    with pytest.raises(ModelError, match="truncated file"):          # raised where it is used
+        bad.session
+
+
+def test_lanes_share_a_session_and_every_call_is_counted(tmp_path):
+    import threading
+
+    import numpy as np
+    import onnxruntime as ort
+
+    path = _identity_model(tmp_path / "relu.onnx")
+    lazy = LazySession(lambda: ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]))
+    x = np.ones((1, 4), np.float32)
+
+    def lane():
+        for _ in range(200):
+            lazy.run({"x": x})
+
+    lanes = [threading.Thread(target=lane) for _ in range(4)]
+    for t in lanes:
+        t.start()
+    for t in lanes:
+        t.join()
+    assert lazy.calls == 800
 
 
 def test_ort_threads_do_not_spin(tmp_path):
