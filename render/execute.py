@@ -358,6 +358,10 @@ class Executor:
         finally:
             self.work.close()
 
+    def _lanes(self) -> int:
+        """Batches swapped at once now: the thread policy's choice (one without a policy)."""
+        return self.threads.lanes if self.threads is not None else 1
+
     @contextlib.contextmanager
     def _preloading(self, needed: bool) -> Iterator[None]:
         """While there is work, the large models' sessions load in the background (Preload)."""
@@ -381,7 +385,7 @@ class Executor:
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
             frames = stream(reader, writer.write, self._with_policy(stage.prepare, reader, writer),
                             frames_in_flight=self.frames_in_flight, times=seg_times,
-                            progress=progress, lanes=self.threads.lanes if self.threads else 1)
+                            progress=progress, lanes=self._lanes)
             if frames < seg.frames:
                 writer.abort()
                 at = seg.start + frames

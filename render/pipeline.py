@@ -233,14 +233,16 @@ class _Failure:
 def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
            process: Callable[[list[np.ndarray]], Callable[[], None] | None], *,
            frames_in_flight: int, times: StageTimes, progress: Progress | None = None,
-           lanes: int = 1) -> int:
+           lanes: int | Callable[[], int] = 1) -> int:
     """Run reader → ``process`` → writer with at most ``frames_in_flight`` frames in the system.
 
     ``process(batch)`` runs on the calling thread, batch after batch in frame order. It may return
     the rest of the batch's work, which runs on one of ``lanes`` lane threads (on the calling
     thread when ``lanes`` is 1) before the writer takes the batch's frames, still in order. A
     batch gathers the frames that are ready, up to ``frames_in_flight // (lanes + 1)``, so that
-    decoding and encoding go on while every lane works.
+    decoding and encoding go on while every lane works. ``lanes`` may be a callable, asked before
+    every batch: the thread policy goes down to one lane once it finds ffmpeg the busier side
+    (handing batches to another thread costs CPU that ffmpeg needs then).
 
     Returns the number of frames written. Any failure in a thread stops the others and is
     re-raised here; KeyboardInterrupt in the caller's thread stops everything too.
@@ -249,10 +251,10 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
     stop = threading.Event()
     in_q: queue.Queue = queue.Queue()
     out_q: queue.Queue = queue.Queue()
-    lanes = max(1, lanes)
-    gather = max(1, frames_in_flight // (lanes + 1))
-    pool = ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="render-lane") \
-        if lanes > 1 else None
+    lanes_now: Callable[[], int] = lanes if callable(lanes) else (lambda: lanes)
+    most = max(1, lanes_now())
+    pool = ThreadPoolExecutor(max_workers=most, thread_name_prefix="render-lane") \
+        if most > 1 else None
     written = 0
 
     def acquire() -> bool:
@@ -330,6 +332,8 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
                 raise item.exc
             if item is _DONE:
                 break
+            n_lanes = min(most, max(1, lanes_now()))
+            gather = max(1, frames_in_flight // (n_lanes + 1))
             batch = [item]
             while len(batch) < gather:
                 try:
@@ -347,7 +351,7 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
             rest = process(batch)
             lane: Future | None = None
             if rest is not None:
-                if pool is None:
+                if pool is None or n_lanes == 1:
                     rest()
                 else:
                     lane = pool.submit(rest)

@@ -154,9 +154,10 @@ class ThreadPolicy:
     * the models use at least ``MODELS_FIRST`` times ffmpeg's CPU (real models on a CPU): they
       keep their threads, and the ffmpeg children step back (nice ``NICE``), so that no ONNX
       Runtime thread waits for an encoder holding its core; ffmpeg runs in the gaps;
-    * otherwise (light models, or a GPU doing the inference): ONNX Runtime gets half the cores
-      (over all lanes) and its sessions on the CPU provider are recreated with that at their next
-      call; ffmpeg keeps the rest at normal priority.
+    * otherwise (light models, or a GPU doing the inference): one lane (handing batches to lane
+      threads costs CPU that ffmpeg needs: null models 0.81 against 0.88 of the floor), and ONNX
+      Runtime gets half the cores; its sessions on the CPU provider are recreated with that at
+      their next call if it changes their threads. ffmpeg keeps the rest at normal priority.
 
     Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
     ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
@@ -176,8 +177,9 @@ class ThreadPolicy:
                  on_cpu: bool = True) -> None:
         self.cores = cores or cpu_count()
         auto = not fixed and self.cores >= 2
-        #: batches swapped at once (render.pipeline.stream)
+        #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
         self.lanes = lanes or (self.LANES if auto and on_cpu else 1)
+        self._lanes_fixed = bool(lanes)
         #: ONNX Runtime's intra-op threads per model call
         self.threads = fixed or max(1, self.cores // self.lanes)
         self.ffmpeg_nice = 0
@@ -215,6 +217,8 @@ class ThreadPolicy:
             self.reason = (f"{figures}: ONNX Runtime keeps {self.lanes} lane(s) × {self.threads} "
                            f"thread(s) on {self.cores} cores, ffmpeg at nice {self.NICE}")
             return None
+        if not self._lanes_fixed:
+            self.lanes = 1
         threads = max(1, self.cores // 2 // self.lanes)
         self.reason = f"{figures}: ONNX Runtime gets {threads * self.lanes} of {self.cores} cores"
         if threads == self.threads:

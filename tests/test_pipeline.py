@@ -122,6 +122,33 @@ def test_lanes_run_batches_at_once_and_the_writer_keeps_frame_order(in_flight):
         assert state["most_busy"] == 2 and len(lanes_seen) == 2
 
 
+def test_lanes_can_go_down_to_one_mid_stream_and_order_stays():
+    """The thread policy's switch to one lane: later batches run on the calling thread."""
+    ran_on = []
+    state = {"lanes": 2, "batches": 0}
+
+    def frames():
+        for i in range(30):
+            yield np.full((2, 2, 3), i, np.uint8)
+
+    def prepare(batch):
+        state["batches"] += 1
+        if state["batches"] == 5:
+            state["lanes"] = 1
+
+        def rest():
+            time.sleep(0.002)
+            ran_on.append((int(batch[0][0, 0, 0]), threading.current_thread().name))
+        return rest
+
+    out = []
+    n = stream(frames(), lambda f: out.append(int(f[0, 0, 0])), prepare, frames_in_flight=6,
+               times=StageTimes(), lanes=lambda: state["lanes"])
+    assert n == 30 and out == list(range(30))
+    names = [name for _, name in sorted(ran_on)]
+    assert names[0].startswith("render-lane") and names[-1] == "MainThread"
+
+
 def test_a_failing_lane_stops_the_stream_and_its_error_is_raised():
     def frames():
         for i in range(1000):

@@ -74,13 +74,18 @@ def test_ffmpeg_busier_gives_onnx_runtime_half_the_cores(busy_child):
     assert _feed(policy, [busy_child.pid], busy_s=0.0, frames=3) == [None] * 3   # decided once
 
 
-def test_ffmpeg_busier_gives_the_lanes_half_the_cores_together(busy_child):
+def test_ffmpeg_busier_leaves_one_lane_with_half_the_cores(busy_child):
     policy = ThreadPolicy(0, cores=8)
     assert (policy.lanes, policy.threads) == (2, 4)
     changes = _feed(policy, [busy_child.pid], busy_s=0.0,
                     frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
-    assert [c for c in changes if c is not None] == [2]
+    assert all(c is None for c in changes)            # 4 threads per call before and after
+    assert (policy.lanes, policy.threads) == (1, 4)
     assert "ONNX Runtime gets 4 of 8 cores" in policy.reason
+    fixed = ThreadPolicy(0, cores=8, lanes=2)         # execution.lanes=2 stays
+    changes = _feed(fixed, [busy_child.pid], busy_s=0.0,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert [c for c in changes if c is not None] == [2] and fixed.lanes == 2
 
 
 def test_models_busier_keep_their_threads_and_ffmpeg_steps_back(idle_child):
