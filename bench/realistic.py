@@ -110,6 +110,24 @@ def source_image(path: Path) -> Path:
 
 
 def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9) -> dict[str, float]:
+    """:func:`time_alone_here` in a fresh process: nothing else runs in it, and what it loads goes
+    with it (measured in the bench's own process, each measurement left about 1.3 GB behind,
+    and a full bench's later cases ran with the page cache squeezed)."""
+    import json
+    import subprocess
+    import sys
+
+    spec = json.dumps({"overrides": overrides, "clip": str(clip), "threads": threads, "calls": calls})
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), spec], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"timing the models alone failed (exit {proc.returncode}): {last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9
+                    ) -> dict[str, float]:
     """ms per call of each model of ``overrides`` run alone (nothing else running) with ``threads``
     intra-op threads, on the middle frame of ``clip``: ONNX Runtime's own time, median of ``calls``
     after one warm-up call."""
@@ -172,3 +190,13 @@ def bound(alone_ms: dict[str, float], calls_per_frame: dict[str, float], floor_m
     models_ms = sum(alone_ms.get(k, 0.0) * n for k, n in calls_per_frame.items())
     total = models_ms + floor_ms
     return {"models_ms": models_ms, "floor_ms": floor_ms, "ms": total, "fps": 1000.0 / total}
+
+
+if __name__ == "__main__":        # time_alone's child: one JSON spec in, one JSON line out
+    import json
+    import sys
+
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    _spec = json.loads(sys.argv[1])
+    print(json.dumps(time_alone_here(_spec["overrides"], Path(_spec["clip"]), _spec["threads"],
+                                     calls=_spec["calls"])))

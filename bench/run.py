@@ -802,10 +802,11 @@ def report_case(c: Case) -> None:
 def report_real(c: Case, threads_used: int) -> None:
     b = c.bound
     cpf = c.calls_per_frame()
+    lanes = int(c.med(lambda r: r.get("lanes") or 0) or 0)
     log(f"  × floor {fmt(c.ratio, '.3f')}; compute bound {b['fps']:.2f} fps = models alone with "
         f"{cores()} threads {b['models_ms']:.1f} ms/frame + floor {b['floor_ms']:.1f} ms/frame; "
-        f"render reaches {fmt(c.bound_ratio, '.2f')} of it (ONNX Runtime threads in the render: "
-        f"{threads_used})")
+        f"render reaches {fmt(c.bound_ratio, '.2f')} of it (in the render: {lanes or '?'} lane(s) "
+        f"× {threads_used} ONNX Runtime thread(s) per call)")
     if c.alone_runs:
         bounds = [b["fps"] for b in c.run_bounds()]
         shares = [r["fps"] / b for r, b in zip(c.runs, bounds)]

@@ -130,6 +130,7 @@ def main(argv: list[str]) -> int:
         "output_bytes": job.output.stat().st_size if job.output.exists() else 0,
         "threads": cfg.execution.threads,
         "ort_threads": _ort_threads(renderer),
+        "lanes": renderer.models.threads.lanes,
         "model_calls": _model_calls(renderer),
         "overhead_s": dict(result.result.overhead) if result.result is not None else None,
         "pid": os.getpid(),
