@@ -25,33 +25,42 @@ def _session(path):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-@pytest.mark.parametrize("in_flight", [1, 3, 8])
-def test_frames_in_flight_never_exceed_the_setting(in_flight):
-    state = {"read": 0, "written": 0, "max": 0}
-    lock = threading.Lock()
+class _Numbered:
+    """40 frames numbered in pixel (0, 0); counts the most that were read and not yet written."""
 
-    def frames():
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.read = self.written = self.max = 0
+        self.out: list[int] = []
+
+    def frames(self):
         for i in range(40):
-            with lock:
-                state["read"] += 1
-                state["max"] = max(state["max"], state["read"] - state["written"])
+            with self.lock:
+                self.read += 1
+                self.max = max(self.max, self.read - self.written)
             yield np.full((4, 4, 3), i, np.uint8)
 
-    out = []
+    def wrote(self, frame) -> None:
+        with self.lock:
+            self.written += 1
+        self.out.append(int(frame[0, 0, 0]))
+
+
+@pytest.mark.parametrize("in_flight", [1, 3, 8])
+def test_frames_in_flight_never_exceed_the_setting(in_flight):
+    numbered = _Numbered()
 
     def write(frame):
         time.sleep(0.002)
-        with lock:
-            state["written"] += 1
-        out.append(int(frame[0, 0, 0]))
+        numbered.wrote(frame)
 
     def process(batch):
         assert 1 <= len(batch) <= max(1, in_flight // 2)
         time.sleep(0.001)
 
-    n = stream(frames(), write, process, frames_in_flight=in_flight, times=StageTimes())
-    assert n == 40 and out == list(range(40))          # every frame, in order
-    assert state["max"] <= in_flight
+    n = stream(numbered.frames(), write, process, frames_in_flight=in_flight, times=StageTimes())
+    assert n == 40 and numbered.out == list(range(40))          # every frame, in order
+    assert numbered.max <= in_flight
 
 
 def test_a_failing_writer_stops_the_stream():
@@ -79,24 +88,14 @@ def test_a_failing_reader_stops_the_stream():
 def test_lanes_run_batches_at_once_and_the_writer_keeps_frame_order(in_flight):
     """Batches finish out of order on two lanes (the earlier one sleeps longer); frames are
     written in order, each after its batch's lane work, and frames in flight stay bounded."""
-    state = {"read": 0, "written": 0, "max": 0, "busy": 0, "most_busy": 0}
+    numbered = _Numbered()
+    state = {"busy": 0, "most_busy": 0}
     lock = threading.Lock()
     lanes_seen = set()
 
-    def frames():
-        for i in range(40):
-            with lock:
-                state["read"] += 1
-                state["max"] = max(state["max"], state["read"] - state["written"])
-            yield np.full((4, 4, 3), i, np.uint8)
-
-    out = []
-
     def write(frame):
         assert frame[0, 0, 1] == 255                 # the lane's work was done before writing
-        with lock:
-            state["written"] += 1
-        out.append(int(frame[0, 0, 0]))
+        numbered.wrote(frame)
 
     def prepare(batch):
         assert threading.current_thread() is threading.main_thread()
@@ -114,9 +113,10 @@ def test_lanes_run_batches_at_once_and_the_writer_keeps_frame_order(in_flight):
                 state["busy"] -= 1
         return rest
 
-    n = stream(frames(), write, prepare, frames_in_flight=in_flight, times=StageTimes(), lanes=2)
-    assert n == 40 and out == list(range(40))
-    assert state["max"] <= in_flight
+    n = stream(numbered.frames(), write, prepare, frames_in_flight=in_flight, times=StageTimes(),
+               lanes=2)
+    assert n == 40 and numbered.out == list(range(40))
+    assert numbered.max <= in_flight
     assert all(name.startswith("render-lane") for name in lanes_seen)
     if in_flight >= 4:                                # room for two batches: both lanes work
         assert state["most_busy"] == 2 and len(lanes_seen) == 2
