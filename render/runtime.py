@@ -161,8 +161,8 @@ class ThreadPolicy:
 
     Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
     ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
-    says otherwise). Neither choice changes an output's bytes (tests/test_threads.py renders
-    with each and compares SHA-256s).
+    says otherwise). Neither choice changes an output's bytes (tests/test_segments.py renders
+    with the policy and with three lanes and compares SHA-256s with a one-lane render).
     """
 
     LANES = 2
