@@ -181,6 +181,7 @@ class Models:
         self.threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
                                     on_cpu=self.factory.providers[0] == "CPUExecutionProvider")
         self.factory.threads = self.threads.threads
+        cv2.setNumThreads(self.threads.threads)
         self.settings = strategy(cfg.execution)
         self.detector = Detector(self._lazy(self.detector_entry), self.detector_entry.contract,
                                  size=cfg.detect.size, score=cfg.detect.score, nms_iou=cfg.detect.nms)
@@ -192,7 +193,9 @@ class Models:
             if self.enhancer_entry is not None else None
 
     def apply_threads(self) -> None:
-        """Sessions on the CPU provider are recreated at their next call with the policy's threads."""
+        """Sessions on the CPU provider are recreated at their next call with the policy's threads;
+        OpenCV's pool (resize, warps, blends: process-wide) gets the same number."""
+        cv2.setNumThreads(self.threads.threads)
         if self.factory.threads == self.threads.threads:
             return
         self.factory.threads = self.threads.threads

@@ -159,6 +159,11 @@ class ThreadPolicy:
       Runtime gets half the cores; its sessions on the CPU provider are recreated with that at
       their next call if it changes their threads. ffmpeg keeps the rest at normal priority.
 
+    **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
+    threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
+    busy, its pool's second thread only adds hand-over cost (null models on 2 cores: the render
+    process 9.2 → 8.3 CPU-ms per frame, 0.86 → 0.88 of the floor).
+
     Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
     ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
     says otherwise). Neither choice changes an output's bytes (tests/test_segments.py renders

@@ -121,3 +121,24 @@ def test_heavy_models_are_recognised_within_a_few_frames(idle_child):
     policy = ThreadPolicy(0, cores=2)
     _feed(policy, [idle_child.pid], busy_s=0.2, frames=ThreadPolicy.WARMUP + ThreadPolicy.MIN_FRAMES + 1)
     assert policy.decided and policy.ffmpeg_nice == ThreadPolicy.NICE
+
+
+def test_opencv_gets_the_same_threads_as_onnx_runtime(standin_models, tmp_path):
+    """OpenCV's pool (the detector's resize, the warps, the paste-back blend) is sized like one
+    model call: on busy cores a second OpenCV thread only costs CPU that ffmpeg or a lane needs."""
+    import cv2
+
+    from render.app import Models
+    from render.config import load_config
+
+    before = cv2.getNumThreads()
+    try:
+        cfg = load_config({"profile": "low", "execution.providers": "cpu", "execution.threads": "2",
+                           "models.dir": str(standin_models), "cache_dir": str(tmp_path)}, env={})
+        models = Models(cfg)
+        assert cv2.getNumThreads() == models.factory.threads == 2
+        models.threads.threads = 1            # what the policy does when ffmpeg is the busier side
+        models.apply_threads()
+        assert cv2.getNumThreads() == models.factory.threads == 1
+    finally:
+        cv2.setNumThreads(before)

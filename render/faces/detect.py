@@ -6,6 +6,7 @@ can be tested without a model.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import cv2
@@ -46,6 +47,18 @@ def nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=64)
+def _cells(rows: int, cols: int, repeat: int = 1) -> np.ndarray:
+    """(rows·cols·repeat, 2) float32 (x, y) cell indices, row-major, each repeated ``repeat``
+    times in a row; read-only, shared between calls (a detector's canvas rarely changes size)."""
+    ys, xs = np.mgrid[:rows, :cols]
+    cells = np.stack([xs, ys], axis=-1).reshape(-1, 2).astype(np.float32)
+    if repeat > 1:
+        cells = np.repeat(cells, repeat, axis=0)
+    cells.flags.writeable = False
+    return cells
+
+
 def decode_scrfd(outputs: list[np.ndarray], input_hw: tuple[int, int], threshold: float
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SCRFD/RetinaFace: scores ×3, box distances ×3, keypoint offsets ×3 (strides 8, 16, 32).
@@ -58,22 +71,18 @@ def decode_scrfd(outputs: list[np.ndarray], input_hw: tuple[int, int], threshold
     all_boxes, all_kps, all_scores = [], [], []
     for i, stride in enumerate(STRIDES):
         scores = np.asarray(outputs[i], np.float32).reshape(-1)
-        dist = np.asarray(outputs[i + 3], np.float32).reshape(-1, 4) * stride
-        kps = np.asarray(outputs[i + 6], np.float32).reshape(-1, 10) * stride
         rows, cols = math.ceil(h / stride), math.ceil(w / stride)
         anchors = scores.size // (rows * cols)
         if anchors * rows * cols != scores.size:
             raise ValueError(f"stride {stride}: {scores.size} scores do not fit a {cols}x{rows} grid")
-        ys, xs = np.mgrid[:rows, :cols]
-        centres = np.stack([xs, ys], axis=-1).reshape(-1, 2).astype(np.float32) * stride
-        centres = np.repeat(centres, anchors, axis=0)
-        keep = scores >= threshold
-        if not keep.any():
+        keep = np.flatnonzero(scores >= threshold)   # only the kept anchors are decoded
+        if not keep.size:
             continue
-        c = centres[keep]
-        d = dist[keep]
+        c = _cells(rows, cols, anchors)[keep] * stride
+        d = np.asarray(outputs[i + 3], np.float32).reshape(-1, 4)[keep] * stride
+        kps = np.asarray(outputs[i + 6], np.float32).reshape(-1, 10)[keep] * stride
         all_boxes.append(np.concatenate([c - d[:, :2], c + d[:, 2:]], axis=1))
-        all_kps.append(kps[keep].reshape(-1, 5, 2) + c[:, None, :])
+        all_kps.append(kps.reshape(-1, 5, 2) + c[:, None, :])
         all_scores.append(scores[keep])
     if not all_scores:
         return np.zeros((0, 4), np.float32), np.zeros((0, 5, 2), np.float32), np.zeros(0, np.float32)
@@ -108,8 +117,7 @@ def decode_yunet(outputs: list[np.ndarray], input_hw: tuple[int, int], threshold
         keep = scores >= threshold
         if not keep.any():
             continue
-        ys, xs = np.mgrid[:rows, :cols]
-        cell = np.stack([xs, ys], axis=-1).reshape(-1, 2).astype(np.float32)[keep]
+        cell = _cells(rows, cols)[keep]
         b = bbox[keep]
         centre = (cell + b[:, :2]) * stride
         size = np.exp(b[:, 2:]) * stride
