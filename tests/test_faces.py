@@ -250,6 +250,16 @@ def test_crop_tensors_match_the_textbook_expressions():
         kept = out.copy()
         assert np.array_equal(unit_output(out), expect.astype(np.uint8))
         assert np.array_equal(out, kept)             # the model's output is not changed in place
+    # every uint8 input and every finite float16 output (the conversions are lookup tables)
+    every = np.arange(256, dtype=np.uint8).reshape(1, 16, 16, 1).repeat(3, axis=3)
+    ref = (every[..., ::-1].astype(np.float32) / 255.0).transpose(0, 3, 1, 2)
+    for dtype in (np.float32, np.float16):
+        assert np.array_equal(unit_input(every, dtype), ref.astype(dtype))
+        assert np.array_equal(signed_input(to_rgb_nchw(every), dtype), ((ref - 0.5) / 0.5).astype(dtype))
+    half = np.arange(65536, dtype=np.uint16).view(np.float16)
+    half = half[np.isfinite(half)].reshape(1, 1, 1, -1).repeat(3, axis=1)
+    expect = np.rint(np.clip(half.astype(np.float32), 0, 1).transpose(0, 2, 3, 1)[..., ::-1] * 255)
+    assert np.array_equal(unit_output(half), expect.astype(np.uint8))
     x = rng.standard_normal((2, 5, 7)).astype(np.float32) * 1000
     assert np.array_equal(cast(x, np.float16), x.astype(np.float16))
     assert np.array_equal(cast(x.astype(np.float16), np.float32), x.astype(np.float16).astype(np.float32))
