@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -271,6 +272,9 @@ class Renderer:
         self.cfg = cfg
         tune_allocator()
         report.prefetch_installation()
+        if cfg.mark.enabled:   # while the models load, not at the end of the first render
+            threading.Thread(target=marking.load_libraries, name="render-mark-libraries",
+                             daemon=True).start()
         self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
         self._embeddings: dict[tuple[Path, int], np.ndarray] = {}
@@ -343,7 +347,8 @@ class Renderer:
         return self.prepare(job)[0]
 
     def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
-        info, times = probe_with_times(job.target)
+        info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
+                                       content_sha256=lambda: self._sha(job.target))
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
         if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:

@@ -739,6 +739,20 @@ def c2pa_available() -> bool:
     return True
 
 
+def load_libraries() -> None:
+    """Import what :func:`sign` needs (c2pa-python's native library, ``cryptography``: about
+    0.1 s), so that the first signature does not pay for it at the end of a render. Missing ones
+    are left for :func:`sign` to report."""
+    try:
+        import c2pa  # noqa: F401
+        from cryptography import x509  # noqa: F401
+        from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm  # noqa: F401
+        from cryptography.hazmat.primitives import hashes, serialization  # noqa: F401
+        from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa  # noqa: F401
+    except ImportError:
+        pass
+
+
 def c2pa_version() -> str | None:
     """The installed c2pa-python's version (it decides the manifest's bytes), None without it."""
     try:

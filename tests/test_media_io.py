@@ -184,6 +184,49 @@ def test_probe_with_times_is_probe_plus_frame_times_in_one_run(media, tmp_path):
             probe_with_times(bad)
 
 
+def test_probe_cache_answers_for_the_same_content_only(media, tmp_path, monkeypatch):
+    """ffprobe's answer is kept under the file's SHA-256: a copy of the file (another path, same
+    bytes) is answered from the cache with its own path, changed bytes are probed again, and a
+    damaged cache file is probed again and replaced."""
+    import importlib
+
+    from render.files import sha256_file
+
+    probe_mod = importlib.import_module("render.media.probe")   # render.media.probe is also a function
+
+    cache = tmp_path / "cache"
+    runs: list[str] = []
+    real_run = probe_mod._run_ffprobe
+
+    def counted(argv, path):
+        runs.append(path)
+        return real_run(argv, path)
+
+    monkeypatch.setattr(probe_mod, "_run_ffprobe", counted)
+
+    def cached_probe(path):
+        return probe_mod.probe_with_times(path, cache_dir=cache, content_sha256=lambda: sha256_file(path))
+
+    first = cached_probe(media["c25"])
+    assert len(runs) == 1 and len(list((cache / "probe").iterdir())) == 1
+    copy = tmp_path / "copy.mp4"
+    shutil.copyfile(media["c25"], copy)
+    info, times = cached_probe(copy)
+    assert len(runs) == 1                                   # no ffprobe run
+    assert info == probe(copy) and info.path == str(copy) and times == first[1]
+    changed = tmp_path / "changed.mp4"
+    shutil.copyfile(media["c2997"], changed)
+    assert cached_probe(changed)[0] == probe(changed) and len(runs) == 2
+    for f in (cache / "probe").iterdir():
+        f.write_bytes(b"not gzip")
+    assert cached_probe(copy) == (info, times) and len(runs) == 3
+    assert cached_probe(copy) == (info, times) and len(runs) == 3   # rewritten, read back
+    with pytest.raises(MediaError, match="target not found"):  # checked before it is hashed
+        cached_probe(tmp_path / "nope.mp4")
+    probe_mod.probe_with_times(copy)                         # no cache asked for: ffprobe runs
+    assert len(runs) == 4
+
+
 # ---------------------------------------------------------------------------------- reader
 
 def test_reader_frames_and_reaping(media):

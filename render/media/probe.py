@@ -6,16 +6,21 @@ Sizes are DISPLAY sizes: ffmpeg autorotates while decoding, so a clip stored 192
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import ffmpeg
 
+from render.cache import load_json, save_json
 from render.errors import MediaError, RenderFailed
 
 log = logging.getLogger(__name__)
@@ -245,23 +250,39 @@ def probe(path: str | os.PathLike) -> MediaInfo:
     return _media_info(path, _probe_json(path))
 
 
-def probe_with_times(path: str | os.PathLike) -> tuple[MediaInfo, FrameTimes]:
+def probe_with_times(path: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
+                     content_sha256: Callable[[], str] | None = None
+                     ) -> tuple[MediaInfo, FrameTimes]:
     """:func:`probe` and :func:`frame_times` from ONE ffprobe run (streams, format and packets):
-    each ffprobe start costs about 0.1 s, which a render of a short clip notices."""
+    each ffprobe start costs about 0.1 s, which a render of a short clip notices.
+
+    With ``cache_dir`` and ``content_sha256`` (the file's SHA-256, asked only once the file is
+    known to exist), ffprobe's answer is kept in ``cache_dir/probe`` under that SHA-256 and this
+    ffprobe's identity: a resumed render, every shard of a sharded one and the assembly read it
+    back instead of listing every packet again (0.14 s for 10 s of 720p, 0.66 s for 6 minutes,
+    growing with the length).
+    """
     path = os.fspath(path)
     _check_path(path)
     argv = ["ffprobe", "-v", "error", "-show_format", "-show_streams",
             "-show_entries", "packet=stream_index,pts,dts,flags", "-of", "json", path]
-    proc = _run_ffprobe(argv, path)
-    if proc.returncode != 0:
-        reason = last_meaningful_line(proc.stderr)
-        if reason.startswith(path + ":"):
-            reason = reason[len(path) + 1:].strip()
-        raise MediaError(f"cannot read video {path}: {reason or 'ffprobe failed'}")
-    import json
-
+    cached = _probe_cache_path(cache_dir, content_sha256, argv[:-1])
+    answer = load_json(cached) if cached is not None else None
+    if isinstance(answer, dict) and isinstance(answer.get("stdout"), str) \
+            and isinstance(answer.get("stderr"), str):
+        stdout, stderr = answer["stdout"], answer["stderr"]
+    else:
+        proc = _run_ffprobe(argv, path)
+        if proc.returncode != 0:
+            reason = last_meaningful_line(proc.stderr)
+            if reason.startswith(path + ":"):
+                reason = reason[len(path) + 1:].strip()
+            raise MediaError(f"cannot read video {path}: {reason or 'ffprobe failed'}")
+        stdout, stderr = proc.stdout or "", proc.stderr or ""
+        if cached is not None:
+            save_json(cached, {"stdout": stdout, "stderr": stderr})
     try:
-        data = json.loads(proc.stdout or "{}")
+        data = json.loads(stdout or "{}")
     except ValueError as exc:
         raise MediaError(f"cannot read video {path}: ffprobe output unreadable ({exc})") from None
     info = _media_info(path, data)
@@ -270,7 +291,26 @@ def probe_with_times(path: str | os.PathLike) -> tuple[MediaInfo, FrameTimes]:
     streams = data.get("streams") or []
     stream = next((st for st in streams if _int(st.get("index")) == info.video_index), {})
     packets = [pk for pk in data.get("packets") or () if _int(pk.get("stream_index")) == info.video_index]
-    return info, _frame_times(info, stream, data.get("format") or {}, packets, proc.stderr or "")
+    return info, _frame_times(info, stream, data.get("format") or {}, packets, stderr)
+
+
+def _probe_cache_path(cache_dir: str | os.PathLike | None, content_sha256: Callable[[], str] | None,
+                      argv: list[str]) -> Path | None:
+    """Where ffprobe's answer ``argv`` about a file of that content is kept; None without a cache
+    or when the file cannot be hashed (ffprobe then says what is wrong with it)."""
+    if cache_dir is None or content_sha256 is None:
+        return None
+    exe = shutil.which(argv[0])
+    try:
+        content = content_sha256()
+        st = os.stat(exe) if exe else None
+    except OSError:
+        return None
+    # the bytes ffprobe writes depend on its build (its binary and the libraries of its release)
+    tool = [os.path.realpath(exe), st.st_size, st.st_mtime_ns, st.st_ino] if exe and st else None
+    key = hashlib.sha256(json.dumps([content, tool, _version_text("ffmpeg").split("\n", 1)[0],
+                                     argv]).encode()).hexdigest()
+    return Path(cache_dir) / "probe" / f"{key[:40]}.json.gz"
 
 
 def _media_info(path: str, data: Mapping[str, Any]) -> MediaInfo:
@@ -403,8 +443,6 @@ def frame_times(info: MediaInfo) -> FrameTimes:
             "-of", "json", info.path]
     proc = _run_ffprobe(argv, info.path)
     try:
-        import json
-
         data = json.loads(proc.stdout or "{}")
     except ValueError:
         data = {}
@@ -495,8 +533,6 @@ def count_streams(path: str | os.PathLike, *, decode_keyframes: bool = False) ->
         raise RenderFailed("ffprobe not found: install ffmpeg (it provides ffprobe)") from None
     if proc.returncode != 0:
         raise MediaError(f"cannot read {path}: {last_meaningful_line(proc.stderr) or 'ffprobe failed'}")
-    import json
-
     try:
         data = json.loads(proc.stdout or "{}")
     except ValueError:
