@@ -749,7 +749,7 @@ def load_libraries() -> None:
         from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm  # noqa: F401
         from cryptography.hazmat.primitives import hashes, serialization  # noqa: F401
         from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa  # noqa: F401
-    except ImportError:
+    except Exception:  # noqa: BLE001 - best effort: sign() imports them again and reports
         pass
 
 
