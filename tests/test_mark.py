@@ -412,3 +412,15 @@ def test_without_c2pa_python(copy, key_dir, monkeypatch):
         mark.mark_output(path, version=VERSION, key_dir=key_dir)
     assert mark.read_tag(path) == TAG  # the tag went on before the refusal
     assert isinstance(mark.C2paUnavailable("x"), RenderError)
+
+
+@pytest.mark.skipif(not HAVE_C2PA, reason="c2pa-python is not installed")
+def test_load_libraries_imports_what_signing_needs_ahead_of_it():
+    """The Renderer loads these while the models load, so that the first signature at the end of
+    a render does not wait for them; importing render.mark alone does not."""
+    code = ("import sys\nfrom render import mark\n"
+            "assert 'c2pa' not in sys.modules and 'cryptography.x509' not in sys.modules\n"
+            "mark.load_libraries()\n"
+            "assert 'c2pa' in sys.modules and 'cryptography.x509' in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
