@@ -419,7 +419,7 @@ def run_worker(overrides: dict[str, str], env: Env, out_dir: Path, target: Path,
     r["other_cores"] = other_load(busy0, busy1, r["cpu_s"], r["wall_s"])
     r["first_frame_from_spawn_s"] = (r["t_first_frame"] - t_spawn) if r.get("t_first_frame") else None
     r["startup_s"] = r["t_start"] - t_spawn     # interpreter + imports + config
-    self_kb = r["self"]["maxrss_kb"]
+    self_kb = r.get("vm_hwm_kb") or r["self"]["maxrss_kb"]   # see worker._vm_hwm_kb
     dec, enc = mon.child_peak_kb("decoder"), mon.child_peak_kb("encoder")
     largest_child = r["children"]["maxrss_kb"]   # RUSAGE_CHILDREN: the largest reaped child
     if dec and enc:
@@ -508,8 +508,14 @@ def run_floor(clip: Clip, out_dir: Path, overrides: dict[str, str], *, relay: bo
     ts = [threading.Thread(target=drain, args=(n, p), daemon=True) for n, p in (("dec", dec), ("enc", enc))]
     for t in ts:
         t.start()
+    # their VmHWM: wait4's ru_maxrss carries this (large) process's own peak across the exec
+    mons = {p.pid: TreeMonitor(p.pid, scan=3600.0) for p in (dec, enc)}
+    for m in mons.values():
+        m.start()
     _, enc_status, enc_ru = os.wait4(enc.pid, 0)
     _, dec_status, dec_ru = os.wait4(dec.pid, 0)
+    for m in mons.values():
+        m.stop.set()
     seconds = time.perf_counter() - t0
     busy1 = busy_seconds()
     enc.returncode = os.waitstatus_to_exitcode(enc_status)
@@ -527,7 +533,8 @@ def run_floor(clip: Clip, out_dir: Path, overrides: dict[str, str], *, relay: bo
     cpu = sum(r.ru_utime + r.ru_stime for r in (enc_ru, dec_ru))
     return {"frames": clip.frames, "seconds": seconds, "fps": clip.frames / seconds, "cpu_s": cpu,
             "other_cores": other_load(busy0, busy1, cpu, seconds),
-            "decoder_peak_kb": dec_ru.ru_maxrss, "encoder_peak_kb": enc_ru.ru_maxrss,
+            "decoder_peak_kb": mons[dec.pid].peaks.get(dec.pid) or dec_ru.ru_maxrss,
+            "encoder_peak_kb": mons[enc.pid].peaks.get(enc.pid) or enc_ru.ru_maxrss,
             "output_bytes": size}
 
 

@@ -9,7 +9,7 @@ It builds the Config with ``render.config.load_config(overrides, env={})`` (no R
 leak in), constructs ``render.app.Renderer`` and runs ``render(Job(source, target, output))``.
 The JSON line (prefixed ``BENCH-RESULT``) holds frames, seconds, the per-stage milliseconds
 per frame, the time to first frame counted from just before the Renderer is constructed (so
-model verification, emap and session loading count), the process's own peak RSS and that of its
+model verification, emap and session loading count), the process's own peak RSS (VmHWM) and that of its
 largest reaped child (``RUSAGE_CHILDREN``: the ffmpeg decoder/encoder), and /proc/self/io.
 
 All clock values are ``time.perf_counter()`` readings, which on Linux is CLOCK_MONOTONIC and
@@ -42,6 +42,20 @@ def _proc_io() -> dict[str, int] | None:
             return {k.strip(): int(v) for k, v in (line.split(":", 1) for line in fh if ":" in line)}
     except (OSError, ValueError):
         return None
+
+
+def _vm_hwm_kb() -> int | None:
+    """This process's peak RSS since its exec (VmHWM). ``ru_maxrss`` is not that: Linux carries
+    the high-water mark of the process that forked us across exec, so a worker started by a bench
+    holding gigabytes (the realistic stand-ins it just wrote) would report the bench's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _rusage(who: int) -> dict[str, float]:
@@ -124,6 +138,7 @@ def main(argv: list[str]) -> int:
         "t_first_frame": times.first_frame_at,
         "t_done": t_done,
         "self": _rusage(resource.RUSAGE_SELF),
+        "vm_hwm_kb": _vm_hwm_kb(),
         "children": _rusage(resource.RUSAGE_CHILDREN),
         "children_before_render": children_before,
         "proc_io": _proc_io(),

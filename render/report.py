@@ -129,43 +129,84 @@ def verified_summary(plan: RenderPlan, result: ExecResult) -> dict[str, Any]:
 
 # -- what a render used -----------------------------------------------------------------------------
 class PeakMemory:
-    """Peak RSS of the renderer and its children, and peak GPU memory where NVML answers (sampled
-    every ``interval`` s on a daemon thread; None when there is no NVML — never a made-up number)."""
+    """Peak RSS of the renderer and of its largest child, and peak GPU memory where NVML answers
+    (sampled every ``interval`` s on a daemon thread; None when there is no NVML — never a
+    made-up number).
+
+    RSS peaks are each process's VmHWM (``/proc``): ``ru_maxrss`` would be wrong for both, since
+    Linux carries the high-water mark of the forking process across exec — an ffmpeg child
+    started while the models are loaded would report the renderer's gigabytes, and a renderer
+    started by a large parent that parent's peak. The children are sampled while they run (the
+    growth of a child's last ``interval`` s can be missed); ``RUSAGE_CHILDREN`` is the fallback
+    where ``/proc`` does not list children.
+    """
 
     def __init__(self, interval: float = 0.2) -> None:
         self.interval = interval
         self.gpu_bytes: int | None = None
+        self.child_bytes: int | None = None
         self._stop = threading.Event()
         self._nvml = _nvml_handles()
-        self._thread: threading.Thread | None = None
-        if self._nvml:
-            self._thread = threading.Thread(target=self._run, name="render-nvml", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="render-memory", daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample_children()
+            if self._nvml:
+                self._sample_gpu()
+
+    def _sample_children(self) -> None:
+        try:
+            tasks = os.listdir("/proc/self/task")
+        except OSError:
+            return
+        for tid in tasks:
+            try:
+                with open(f"/proc/self/task/{tid}/children") as fh:
+                    pids = fh.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                peak = vm_hwm_bytes(pid)
+                if peak is not None and (self.child_bytes is None or peak > self.child_bytes):
+                    self.child_bytes = peak
+
+    def _sample_gpu(self) -> None:
         nvml, handles = self._nvml
         pid = os.getpid()
-        while not self._stop.wait(self.interval):
-            used = 0
-            for h in handles:
-                try:
-                    for p in nvml.nvmlDeviceGetComputeRunningProcesses(h):
-                        if p.pid == pid and p.usedGpuMemory:
-                            used += int(p.usedGpuMemory)
-                except Exception:  # noqa: BLE001 - NVML errors only cost the figure
-                    continue
-            if used and (self.gpu_bytes is None or used > self.gpu_bytes):
-                self.gpu_bytes = used
+        used = 0
+        for h in handles:
+            try:
+                for p in nvml.nvmlDeviceGetComputeRunningProcesses(h):
+                    if p.pid == pid and p.usedGpuMemory:
+                        used += int(p.usedGpuMemory)
+            except Exception:  # noqa: BLE001 - NVML errors only cost the figure
+                continue
+        if used and (self.gpu_bytes is None or used > self.gpu_bytes):
+            self.gpu_bytes = used
 
     def stop(self) -> dict[str, Any]:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2)
-        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        self._thread.join(2)
+        own = vm_hwm_bytes("self") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        child = self.child_bytes if self.child_bytes is not None else \
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         return {"rss_bytes": {"renderer": own, "largest_child": child},
                 "gpu_bytes": self.gpu_bytes,
                 "gpu_source": "nvml" if self._nvml else None}
+
+
+def vm_hwm_bytes(pid: int | str) -> int | None:
+    """Peak RSS of a live process since its exec (VmHWM), None when /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _nvml_handles():

@@ -82,6 +82,26 @@ def test_report_holds_every_field_with_real_values(rendered):
     assert data["marks"]["enabled"] is True and data["marks"]["c2pa"]["signed"] is True
 
 
+def test_peak_memory_is_each_processes_own_not_inherited_across_exec():
+    """A child started while this process holds 300 MiB reports its own ~60 MiB, not the 300
+    that ``ru_maxrss`` would carry over from the fork; this process's own peak covers the 300."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from render.report import PeakMemory
+
+    held = np.ones(300 << 17)                          # 300 MiB of float64, resident
+    memory = PeakMemory(interval=0.05)
+    child = subprocess.run([sys.executable, "-c", "import time\nb = bytearray(60 << 20)\n"
+                            "b[::4096] = b'x' * len(b[::4096])\ntime.sleep(1.0)"], check=True)
+    rss = memory.stop()["rss_bytes"]
+    assert child.returncode == 0 and held.sum() > 0
+    assert rss["renderer"] >= 300 << 20
+    assert 60 << 20 <= rss["largest_child"] < 200 << 20, rss
+
+
 def test_config_hash_changes_with_any_key():
     from render.config import SCHEMA, load_config
     from render.plan import config_hash, config_values
