@@ -162,7 +162,7 @@ class ThreadPolicy:
     **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
     threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
     busy, its pool's second thread only adds hand-over cost (null models on 2 cores: the render
-    process 9.2 → 8.3 CPU-ms per frame, 0.86 → 0.88 of the floor).
+    process 9.3 → 8.9 CPU-ms per frame).
 
     Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
     ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
