@@ -424,3 +424,20 @@ def test_load_libraries_imports_what_signing_needs_ahead_of_it():
             "assert 'c2pa' in sys.modules and 'cryptography.x509' in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(not HAVE_C2PA, reason="c2pa-python is not installed")
+def test_a_renderer_exiting_at_once_waits_for_the_marking_libraries(standin_models, tmp_path):
+    """The Renderer imports c2pa and cryptography on a thread; a process that ends right after
+    (a quick `render verify`) must wait for it: a daemon thread still inside their Rust code at
+    finalisation aborts the process ("FATAL: exception not rethrown", exit -6)."""
+    code = ("import sys, threading\n"
+            "from render.app import Renderer\nfrom render.config import load_config\n"
+            f"cfg = load_config({{'profile': 'low', 'execution.providers': 'cpu', "
+            f"'models.dir': {str(standin_models)!r}, 'cache_dir': {str(tmp_path)!r}}}, env={{}})\n"
+            "Renderer(cfg)\n"
+            "t = [t for t in threading.enumerate() if t.name == 'render-mark-libraries']\n"
+            "assert not t or not t[0].daemon, 'a daemon thread'\n")
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0 and "FATAL" not in r.stderr, (r.returncode, r.stderr)
