@@ -272,13 +272,13 @@ class Renderer:
         self.cfg = cfg
         tune_allocator()
         report.prefetch_installation()
-        if cfg.mark.enabled:   # while the models load, not at the end of the first render
+        self.models = Models(cfg)
+        if cfg.mark.enabled:   # while the render starts, not at the end of the first render
             # not a daemon: the interpreter waits for it (≈ 0.1 s) before it finalises. A daemon
             # thread still importing then (a quick `render verify`) ends inside the Rust code of
             # c2pa or cryptography, which aborts the process ("FATAL: exception not rethrown")
             threading.Thread(target=marking.load_libraries, name="render-mark-libraries",
                              daemon=False).start()
-        self.models = Models(cfg)
         self.cache = EmbeddingCache(cfg.cache_path)
         self._embeddings: dict[tuple[Path, int], np.ndarray] = {}
         version = ffmpeg_version()

@@ -51,7 +51,8 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
     root.handlers[:] = [handler]
     tty = getattr(sys.stderr, "isatty", lambda: False)()
     root.setLevel(logging.DEBUG if debug else logging.INFO if verbose or tty else logging.WARNING)
-    for noisy in ("urllib3", "PIL"):
+    # c2pa: a dozen "Library not found at: <path>" lines while it looks for its own library
+    for noisy in ("urllib3", "PIL", "c2pa"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

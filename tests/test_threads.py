@@ -41,7 +41,17 @@ def busy_child():
 
 @pytest.fixture
 def idle_child():
-    p = _child("import time; time.sleep(60)")
+    """A child that uses no CPU from the first frame on: coreutils' sleep (a Python child's own
+    start-up, 50-100 ms of CPU on a slow machine, fell into the policy's window and made it look
+    busier than the "models"), waited for until the kernel has it asleep."""
+    p = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(f"/proc/{p.pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "S":
+                break
+        time.sleep(0.01)
     yield p
     p.kill()
     p.wait()
