@@ -419,7 +419,7 @@ def run_worker(overrides: dict[str, str], env: Env, out_dir: Path, target: Path,
     r["other_cores"] = other_load(busy0, busy1, r["cpu_s"], r["wall_s"])
     r["first_frame_from_spawn_s"] = (r["t_first_frame"] - t_spawn) if r.get("t_first_frame") else None
     r["startup_s"] = r["t_start"] - t_spawn     # interpreter + imports + config
-    self_kb = r.get("vm_hwm_kb") or r["self"]["maxrss_kb"]   # see worker._vm_hwm_kb
+    self_kb = r.get("vm_hwm_kb") or r["self"]["maxrss_kb"]   # VmHWM (render.report.vm_hwm_bytes)
     dec, enc = mon.child_peak_kb("decoder"), mon.child_peak_kb("encoder")
     largest_child = r["children"]["maxrss_kb"]   # RUSAGE_CHILDREN: the largest reaped child
     if dec and enc:

@@ -44,20 +44,6 @@ def _proc_io() -> dict[str, int] | None:
         return None
 
 
-def _vm_hwm_kb() -> int | None:
-    """This process's peak RSS since its exec (VmHWM). ``ru_maxrss`` is not that: Linux carries
-    the high-water mark of the process that forked us across exec, so a worker started by a bench
-    holding gigabytes (the realistic stand-ins it just wrote) would report the bench's peak."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _rusage(who: int) -> dict[str, float]:
     r = resource.getrusage(who)
     return {"maxrss_kb": r.ru_maxrss, "utime": r.ru_utime, "stime": r.ru_stime,
@@ -90,6 +76,7 @@ def main(argv: list[str]) -> int:
     t_import = time.perf_counter()
     from render.app import Job, Renderer
     from render.config import load_config
+    from render.report import vm_hwm_bytes
     t_imported = time.perf_counter()
 
     if "no-spin" in spec.get("patches", ()):   # what-if experiment, see run.py --ort-no-spin
@@ -138,7 +125,8 @@ def main(argv: list[str]) -> int:
         "t_first_frame": times.first_frame_at,
         "t_done": t_done,
         "self": _rusage(resource.RUSAGE_SELF),
-        "vm_hwm_kb": _vm_hwm_kb(),
+        # VmHWM, not ru_maxrss: Linux carries the forking bench's peak across exec (report.py)
+        "vm_hwm_kb": (vm_hwm_bytes("self") or 0) // 1024 or None,
         "children": _rusage(resource.RUSAGE_CHILDREN),
         "children_before_render": children_before,
         "proc_io": _proc_io(),
