@@ -1103,12 +1103,13 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
 
     def warm(models: str, ov: dict[str, str] | None = None, clip: Clip | None = None) -> None:
-        # each model file (swapper precision, enhancer) is verified and its caches filled once
-        key = "|".join([models] + [f"{k}={(ov or {}).get(k, '')}" for k in
+        # each model file (swapper precision, enhancer) is verified and its caches filled once,
+        # and each clip's probe is cached once (cache_dir/probe is keyed by the target)
+        clip = clip or clips.get("720p") or next(iter(clips.values()))
+        key = "|".join([models, str(clip.path)] + [f"{k}={(ov or {}).get(k, '')}" for k in
                                    ("profile", "swap.precision", "enhance.enabled", "detect.model")])
         if key in warmed:
             return
-        clip = clip or clips.get("720p") or next(iter(clips.values()))
         ov = dict(ov or overrides_for(models), trim="0-1")   # 1 s fills every cache
         t0 = time.perf_counter()
         run_worker(ov, envs[models], work / "out" / f"warm-{models}", clip.path, scan_tmp=[],
