@@ -115,6 +115,11 @@ class Execution:
                     "(0 = 2 on the CPU provider when execution.threads=0, else 1)", min=0, max=64)
     graph_optimization: str = _f("all", "ONNX Runtime graph optimisation level",
                                  choices=("disable", "basic", "extended", "all"))
+    graph_cache: bool = _f(True, "on the CPU provider, keep ONNX Runtime's optimised graph of each "
+                           "large model in cache_dir/onnxruntime: later renders load it without "
+                           "optimising again (same outputs; disk about the model's fp32 size)")
+    graph_cache_min_mb: int = _f(32, "models smaller than this (MiB) are optimised at every load, "
+                                 "not cached", min=0, max=1 << 20)
     gpu_mem_limit_mb: int = _f(0, "CUDA arena limit in MiB (0 = from memory_strategy)", min=0,
                                max=1 << 20)
     trt_workspace_mb: int = _f(0, "TensorRT workspace cap in MiB (0 = from memory_strategy)", min=0,

@@ -37,7 +37,8 @@ UNKEYED = frozenset({
     "profile", "source", "target", "output", "input_dir", "output_dir", "cache_dir", "progress",
     "models.dir", "models.manifest", "execution.threads", "execution.lanes", "execution.frames_in_flight",
     "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
-    "execution.trt_workspace_mb", "allow_partial", "mark.cert", "mark.key", "lock_dir",
+    "execution.trt_workspace_mb", "execution.graph_cache", "execution.graph_cache_min_mb",
+    "allow_partial", "mark.cert", "mark.key", "lock_dir",
     "spool_dir", "skip_done", "lock.slots", "lock.timeout", "lock.device", "shard.index",
     "shard.count", "state_dir",
 })

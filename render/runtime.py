@@ -21,6 +21,8 @@ import onnxruntime as ort
 
 from .config import Execution
 from .errors import ModelError
+from .graphcache import DATA as GRAPH_DATA
+from .graphcache import GraphCache
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +299,10 @@ class SessionFactory:
                              f"available (available: {', '.join(available)}); add cpu to "
                              f"execution.providers")
         self._trt_dir: Path | None = None
+        #: saved optimised graphs (the CPU provider alone: a GPU provider's graph is another)
+        self.graphs = GraphCache(Path(cache_dir) / "onnxruntime", execution.graph_cache_min_mb << 20) \
+            if execution.graph_cache and self.providers == ["CPUExecutionProvider"] \
+            and execution.graph_optimization != "disable" else None
         #: ONNX Runtime's intra-op threads for the sessions created from now on (ThreadPolicy)
         self.threads = execution.threads or cpu_count()
 
@@ -342,10 +348,46 @@ class SessionFactory:
                 out.append((name, {}))
         return out
 
-    def create(self, path: Path, *, fp16: bool = False) -> ort.InferenceSession:
+    def create(self, path: Path, *, fp16: bool = False, sha256: str = "") -> ort.InferenceSession:
+        """A session of the model at ``path``; with its ``sha256`` and the graph cache on, from
+        the saved optimised graph, saving it first when there is none (:mod:`render.graphcache`)."""
+        graphs = self.graphs if sha256 and self.graphs is not None and self.graphs.wanted(path) \
+            else None
+        if graphs is None:
+            return self._session(path, self.session_options(), fp16=fp16)
+        key = graphs.key(sha256, ort.__version__, self.execution.graph_optimization)
+        saved = graphs.lookup(key)
+        target: Path | None = None
+        if saved is not None:
+            so = self.session_options()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            try:
+                session = self._session(saved, so, fp16=fp16)
+                log.debug("%s: optimised graph from %s", path.name, saved.parent)
+                return session
+            except ModelError as exc:
+                graphs.discard(key, str(exc))
+        try:
+            with graphs.saving(key, path) as target:
+                so = self.session_options()
+                if target is not None:
+                    so.optimized_model_filepath = str(target)
+                    so.add_session_config_entry(
+                        "session.optimized_model_external_initializers_file_name", GRAPH_DATA)
+                    so.add_session_config_entry(
+                        "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+                return self._session(path, so, fp16=fp16)
+        except ModelError:
+            if target is None:
+                raise
+            log.debug("saving the optimised graph of %s failed; loading it plainly", path.name,
+                      exc_info=True)
+            return self._session(path, self.session_options(), fp16=fp16)
+
+    def _session(self, path: Path, so: ort.SessionOptions, *, fp16: bool) -> ort.InferenceSession:
         providers = self.provider_options(fp16=fp16)
         try:
-            return ort.InferenceSession(str(path), sess_options=self.session_options(),
+            return ort.InferenceSession(str(path), sess_options=so,
                                         providers=[p for p, _ in providers],
                                         provider_options=[o for _, o in providers])
         except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types

@@ -237,3 +237,144 @@ print(before, faults())
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, after = map(int, out.stdout.split())
     assert before >= 40 and after < 10, (before, after)   # before: at least one fault per frame
+
+
+# -- saved optimised graphs (render.graphcache) --------------------------------------------------
+def _conv_model(path):
+    """A small convolutional network (the NCHWc layout applies to it), fp32."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    rs = np.random.RandomState(7)
+    w1 = helper.make_tensor("w1", TensorProto.FLOAT, [32, 16, 3, 3],
+                            (rs.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32).ravel())
+    w2 = helper.make_tensor("w2", TensorProto.FLOAT, [16, 32, 3, 3],
+                            (rs.standard_normal((16, 32, 3, 3)) * 0.1).astype(np.float32).ravel())
+    nodes = [helper.make_node("Conv", ["input", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "input"], ["output"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 16, 32, 32])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 16, 32, 32])],
+                              initializer=[w1, w2])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def _graph_models(tmp_path):
+    import standins
+
+    conv = tmp_path / "conv.onnx"
+    _conv_model(conv)
+    fp16 = tmp_path / "swapper_fp16.onnx"
+    standins.make_inswapper(fp16, fp16=True, gflops=0.02, weights_mb=1.0)
+    return [(conv, False), (fp16, True)]
+
+
+def _outputs(session):
+    import numpy as np
+
+    rs = np.random.RandomState(3)
+    feed = {}
+    for i in session.get_inputs():
+        dtype = np.float16 if "float16" in i.type else np.float32
+        feed[i.name] = rs.random_sample([d if isinstance(d, int) else 1 for d in i.shape]).astype(dtype)
+    return [o.tobytes() for o in session.run(None, feed)]
+
+
+def _sha(path):
+    from render.files import sha256_file
+    return sha256_file(path)
+
+
+def test_graph_cache_saves_once_then_loads_sessions_with_the_same_outputs(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="render")
+    cpu = ["CPUExecutionProvider"]
+    plain = _factory(tmp_path / "plain", available=cpu, profile="low", **{"execution.graph_cache": "false"})
+    assert plain.graphs is None
+    cached = _factory(tmp_path / "cache", available=cpu, profile="low", **{"execution.graph_cache_min_mb": 0})
+    for model, fp16 in _graph_models(tmp_path):
+        want = _outputs(plain.create(model, fp16=fp16, sha256=_sha(model)))
+        caplog.clear()
+        first = cached.create(model, fp16=fp16, sha256=_sha(model))          # optimises, saves
+        entries = [p for p in (tmp_path / "cache" / "onnxruntime").iterdir() if not p.name.startswith(".")]
+        assert any(p.name.startswith(_sha(model)[:16]) for p in entries)
+        assert not any("optimised graph from" in r.getMessage() for r in caplog.records)
+        again = cached.create(model, fp16=fp16, sha256=_sha(model))          # loads the saved graph
+        assert any(f"{model.name}: optimised graph from" in r.getMessage() for r in caplog.records)
+        assert _outputs(first) == want and _outputs(again) == want
+    # nothing is left beside the entries (no temp folders)
+    assert not [p for p in (tmp_path / "cache" / "onnxruntime").iterdir() if p.name.startswith(".")]
+
+
+def test_graph_cache_entry_damaged_or_copied(tmp_path, caplog):
+    import shutil
+
+    cpu = ["CPUExecutionProvider"]
+    model, fp16 = _graph_models(tmp_path)[1]
+    sha = _sha(model)
+    f = _factory(tmp_path / "cache", available=cpu, profile="low", **{"execution.graph_cache_min_mb": 0})
+    want = _outputs(f.create(model, fp16=fp16, sha256=sha))
+    root = tmp_path / "cache" / "onnxruntime"
+    (entry,) = list(root.iterdir())
+    # copied elsewhere and back (other inode and times, same bytes): hashed again and used
+    shutil.copytree(entry, tmp_path / "copy")
+    shutil.rmtree(entry)
+    shutil.copytree(tmp_path / "copy", entry)
+    caplog.set_level(logging.DEBUG, logger="render")
+    caplog.clear()
+    assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
+    assert any("optimised graph from" in r.getMessage() for r in caplog.records)
+    # damaged weights (cut short): removed with a warning, made again, the outputs unchanged
+    data = entry / "graph.data"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    caplog.clear()
+    assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
+    assert any("removing damaged graph cache entry" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
+    assert (entry / "stamp.json").is_file() and data.stat().st_size > 0
+    caplog.clear()
+    assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
+    assert any("optimised graph from" in r.getMessage() for r in caplog.records)
+
+
+def test_graph_cache_not_saved_without_room_and_killed_saves_cleaned(tmp_path, monkeypatch):
+    import collections
+    import os
+    import socket
+    import subprocess
+
+    import render.graphcache as graphcache
+
+    cpu = ["CPUExecutionProvider"]
+    model, fp16 = _graph_models(tmp_path)[1]
+    f = _factory(tmp_path / "cache", available=cpu, profile="low", **{"execution.graph_cache_min_mb": 0})
+    root = tmp_path / "cache" / "onnxruntime"
+    Usage = collections.namedtuple("Usage", "total used free")
+    with monkeypatch.context() as m:
+        m.setattr(graphcache.shutil, "disk_usage", lambda p: Usage(1 << 30, 1 << 30, 100 << 20))
+        assert _outputs(f.create(model, fp16=fp16, sha256=_sha(model)))
+    assert not root.exists() or not list(root.iterdir())
+    # a temp folder of a render killed while saving (its process is gone) goes at the next save
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = root / f".x.tmp-{socket.gethostname()}-{dead.pid}"
+    alive = root / f".y.tmp-{socket.gethostname()}-{os.getppid()}"
+    for d in (stale, alive):
+        d.mkdir(parents=True)
+        (d / "graph.data").write_bytes(b"0" * 1024)
+    f.create(model, fp16=fp16, sha256=_sha(model))
+    assert not stale.exists() and alive.exists()
+
+
+def test_graph_cache_only_for_the_cpu_provider_alone_and_large_models(tmp_path):
+    assert _factory(tmp_path, available=ALL, profile="low").graphs is None
+    assert _factory(tmp_path, available=["CPUExecutionProvider"], profile="low",
+                    **{"execution.graph_optimization": "disable"}).graphs is None
+    f = _factory(tmp_path, available=["CPUExecutionProvider"], profile="low")
+    model, _ = _graph_models(tmp_path)[0]
+    assert f.graphs is not None and not f.graphs.wanted(model)     # 32 MiB by default
+    f.create(model, sha256=_sha(model))
+    assert not (tmp_path / "onnxruntime").exists()

@@ -159,6 +159,19 @@ def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, cl
     assert sha(out) == reference
 
 
+def test_saved_optimised_graphs_give_the_same_bytes(workdir, standin_models, clip, reference):
+    """execution.graph_cache_min_mb=0: the first render saves every model's optimised graph, the
+    second loads them; both outputs are those of a render that optimised at load."""
+    out = workdir / "graphs" / "clip.mp4"
+    for _ in range(2):
+        r = run_cli(*render_args(workdir, standin_models, clip.path, out,
+                                 "execution.graph_cache_min_mb=0", "skip_done=false", cache="cache4"))
+        assert r.returncode == 0, r.stderr
+        assert sha(out) == reference
+    saved = [p for p in (workdir / "cache4" / "onnxruntime").iterdir() if (p / "stamp.json").is_file()]
+    assert len(saved) >= 3, saved         # detector, embedder, swapper
+
+
 def test_thread_policy_decides_mid_render_and_bytes_stay(workdir, standin_models, clip, reference):
     """execution.threads=0: two lanes of swaps on the CPU provider; the policy measures the first
     frames and, in the middle of a segment, either renices ffmpeg or goes down to one lane; the

@@ -1,0 +1,203 @@
+"""ONNX Runtime's optimised graphs of the large models, kept in ``cache_dir/onnxruntime``.
+
+Creating a session on the CPU provider optimises the model's graph every time: constant folding
+(an fp16 model's weights become fp32 at every load), fusions, the NCHWc layout of convolutions.
+For the realistic fp16 swapper that is 1.0-2.5 s of a render's wait for its first frame, on one
+core. ONNX Runtime can save the graph it optimised (``optimized_model_filepath``, the weights as
+external data); loading that with nothing left to optimise takes 0.6 s, and the session computes
+the same outputs bit for bit (tests/test_runtime.py compares them, and a render's SHA-256 with and
+without the cache).
+
+The saved graph is specific to the hardware (NCHWc blocks follow the CPU's vector width), so an
+entry's key covers the model's SHA-256, the ONNX Runtime version, the optimisation level and the CPU
+(model name and feature flags): a node of another CPU kind sharing the cache folder makes its own.
+
+Safety: an entry is written into a temp folder, its files fsynced and stamped (size, times, inode
+and SHA-256 of each), then the folder is renamed into place, so a crash leaves no entry or a whole
+one (and a temp folder, which the next save on that host removes once its process is gone). An entry whose files no longer match their stamp is hashed again and removed when the bytes
+differ. Saving is skipped when the disk has less free space than twice the model plus a margin; a
+cache that cannot be written, or an entry that will not load, only costs time.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import platform
+import shutil
+import socket
+from pathlib import Path
+from typing import Iterator
+
+from .files import fsync_dir, sha256_file, write_atomic
+
+log = logging.getLogger(__name__)
+
+GRAPH = "graph.onnx"
+DATA = "graph.data"
+STAMP = "stamp.json"
+#: free space left on the cache's disk after an entry is written
+FREE_MARGIN = 512 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_identity() -> str:
+    """The CPU kind: machine, model name and feature flags (a saved graph's kernels follow them)."""
+    model = flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                name, _, value = line.partition(":")
+                name = name.strip()
+                if name in ("model name", "Processor", "cpu model") and not model:
+                    model = value.strip()
+                elif name in ("flags", "Features") and not flags:
+                    flags = " ".join(sorted(value.split()))
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    return f"{platform.machine()}|{model}|{flags}"
+
+
+def _identity(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino}
+
+
+class GraphCache:
+    """Saved optimised graphs under ``root``, for models of at least ``min_bytes``."""
+
+    def __init__(self, root: Path, min_bytes: int) -> None:
+        self.root = Path(root)
+        self.min_bytes = min_bytes
+
+    def wanted(self, model: Path) -> bool:
+        try:
+            return model.stat().st_size >= self.min_bytes
+        except OSError:
+            return False
+
+    @staticmethod
+    def key(model_sha256: str, ort_version: str, level: str) -> str:
+        """Entry name: the model's SHA-256 prefix (to tell entries apart by eye) and a hash of
+        everything the saved graph depends on."""
+        what = json.dumps({"model": model_sha256, "onnxruntime": ort_version, "level": level,
+                           "cpu": cpu_identity()}, sort_keys=True)
+        return f"{model_sha256[:16]}-{hashlib.sha256(what.encode()).hexdigest()[:24]}"
+
+    def lookup(self, key: str) -> Path | None:
+        """The saved graph of ``key`` when its files are those stamped; None when there is none
+        (a damaged entry is removed)."""
+        entry = self.root / key
+        try:
+            stamp = json.loads((entry / STAMP).read_text(encoding="utf-8"))
+            files = stamp["files"]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            self.discard(key, "unreadable stamp")
+            return None
+        try:
+            if not isinstance(files, dict) or set(files) - {DATA} != {GRAPH}:
+                raise ValueError("stamp names other files")
+            stale = {name for name, rec in files.items()
+                     if {k: rec.get(k) for k in ("size", "mtime_ns", "ctime_ns", "inode")}
+                     != _identity(entry / name)}
+            for name in stale:                     # copied or restored: hash again
+                if sha256_file(entry / name) != files[name]["sha256"]:
+                    raise ValueError(f"{name} changed")
+            if stale:
+                self._write_stamp(entry, {n: files[n]["sha256"] for n in files})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            self.discard(key, str(exc))
+            return None
+        return entry / GRAPH
+
+    def discard(self, key: str, why: str) -> None:
+        entry = self.root / key
+        if entry.exists():
+            log.warning("removing damaged graph cache entry %s (%s); it is made again", entry, why)
+            shutil.rmtree(entry, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def saving(self, key: str, model: Path) -> Iterator[Path | None]:
+        """Where ONNX Runtime should save the optimised graph of ``model`` (None: not now). After
+        the block, the saved files are fsynced, stamped and renamed into place; if the block
+        raises, they are removed."""
+        tmp: Path | None = None
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            need = 2 * model.stat().st_size + FREE_MARGIN
+            free = shutil.disk_usage(self.root).free
+            if free < need:
+                log.info("not saving the optimised graph of %s: %d MiB free in %s, %d MiB needed",
+                         model.name, free >> 20, self.root, need >> 20)
+            else:
+                self._remove_stale_temps()
+                tmp = self.root / f".{key}.tmp-{socket.gethostname()}-{os.getpid()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir()
+        except OSError as exc:
+            log.warning("cannot save the optimised graph of %s in %s: %s", model.name, self.root,
+                        exc.strerror or exc)
+            tmp = None
+        try:
+            yield None if tmp is None else tmp / GRAPH
+        except BaseException:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if tmp is not None:
+            self._commit(key, tmp, model)
+
+    def _commit(self, key: str, tmp: Path, model: Path) -> None:
+        entry = self.root / key
+        try:
+            if not (tmp / GRAPH).is_file():
+                raise OSError(f"ONNX Runtime did not write {GRAPH}")
+            shas = {}
+            # the weights file exists when some initializer is large enough to go there
+            for name in (GRAPH, DATA) if (tmp / DATA).is_file() else (GRAPH,):
+                with open(tmp / name, "rb") as fh:
+                    os.fsync(fh.fileno())
+                shas[name] = sha256_file(tmp / name)
+            self._write_stamp(tmp, shas)
+            fsync_dir(tmp)
+            try:
+                os.rename(tmp, entry)
+            except OSError:
+                if not entry.is_dir():             # else: another render saved it first
+                    raise
+            fsync_dir(self.root)
+            log.debug("saved the optimised graph of %s in %s", model.name, entry)
+        except OSError as exc:
+            log.warning("cannot save the optimised graph of %s in %s: %s", model.name, self.root,
+                        getattr(exc, "strerror", None) or exc)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _remove_stale_temps(self) -> None:
+        """Temp folders left by renders of this host that were killed while saving (each is
+        about the size of a model)."""
+        host = socket.gethostname()
+        for tmp in self.root.glob(f".*.tmp-{host}-*"):
+            pid = tmp.name.rsplit("-", 1)[-1]
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                log.debug("removing %s, left by a killed render", tmp)
+                shutil.rmtree(tmp, ignore_errors=True)
+            except OSError:
+                pass                               # alive (another user's process)
+
+    @staticmethod
+    def _write_stamp(entry: Path, shas: dict[str, str]) -> None:
+        files = {name: dict(_identity(entry / name), sha256=sha) for name, sha in shas.items()}
+        write_atomic(entry / STAMP, json.dumps({"files": files}, indent=1).encode())
