@@ -98,6 +98,8 @@ class GraphCache:
             stamp = json.loads((entry / STAMP).read_text(encoding="utf-8"))
             files = stamp["files"]
         except FileNotFoundError:
+            if entry.exists():                     # entries are renamed in whole, stamp included
+                self.discard(key, "no stamp")
             return None
         except (OSError, ValueError, KeyError, TypeError):
             self.discard(key, "unreadable stamp")

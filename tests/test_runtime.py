@@ -338,6 +338,12 @@ def test_graph_cache_entry_damaged_or_copied(tmp_path, caplog):
     caplog.clear()
     assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
     assert any("optimised graph from" in r.getMessage() for r in caplog.records)
+    # an entry without its stamp (entries are renamed into place whole) is made again too
+    (entry / "stamp.json").unlink()
+    caplog.clear()
+    assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
+    assert any("(no stamp)" in r.getMessage() for r in caplog.records)
+    assert (entry / "stamp.json").is_file()
 
 
 def test_graph_cache_not_saved_without_room_and_killed_saves_cleaned(tmp_path, monkeypatch):
