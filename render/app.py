@@ -621,9 +621,10 @@ def _single_job(cfg: Config, what: str) -> Job:
     return jobs[0]
 
 
-def render_shard(cfg: Config) -> ExecResult:
+def render_shard(cfg: Config, *, stop: Callable[[], str | None] | None = None) -> ExecResult:
     """Render this shard's segments of the plan into the shared work folder, then exit; a re-run
-    skips the segments already committed. Refused when the work folder holds another job's plan."""
+    skips the segments already committed. Refused when the work folder holds another job's plan.
+    ``stop`` is asked before each segment (:class:`Executor`)."""
     index, count = shard_index(cfg)
     job = _single_job(cfg, "a shard")
     owner = {"job": f"shard-{index}-of-{count}", "target": job.target.name}
@@ -635,7 +636,8 @@ def render_shard(cfg: Config) -> ExecResult:
         mine = shard_segments(len(plan.segments), count, index)
         log.info("shard %d of %d: segments %s of %d", index, count,
                  f"{mine[0]}-{mine[-1]}" if mine else "none", len(plan.segments))
-        result = renderer.executor(job, plan).run(mine, assemble=False, refuse_other=True)
+        result = renderer.executor(job, plan, stop=stop).run(mine, assemble=False,
+                                                             refuse_other=True)
     log.info("shard %d of %d done: %d segments rendered, %d were done", index, count,
              result.rendered, len(mine) - result.rendered)
     return result

@@ -7,8 +7,10 @@ traceback only with ``--debug``.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -56,8 +58,33 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _on_sigterm(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
-    raise Interrupted("terminated")
+#: set by SIGTERM or SIGINT (the reason); a render also checks it between segments, in case the
+#: exception that the handler raised was swallowed where Python ignores exceptions
+_stop_reason: list[str] = []
+
+
+def _stop_requested() -> str | None:
+    return _stop_reason[0] if _stop_reason else None
+
+
+def _on_signal(signum, frame) -> None:
+    """SIGTERM / SIGINT: unwind the render (children reaped, temp files removed) with one line.
+
+    Not while the main thread is inside the logging module: its at-fork callbacks run around
+    the fork of every ffmpeg child (``preexec_fn``), Python ignores an exception raised in them,
+    and the module's lock would stay held (seen under Slurm: a shard cancelled while it started
+    its encoder rendered on to the end). There the signal is sent again a moment later.
+    """
+    if not _stop_reason:
+        _stop_reason.append("terminated" if signum == signal.SIGTERM else "interrupted")
+    if frame is not None and getattr(frame, "f_globals", {}).get("__name__") == "logging":
+        again = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    if signum == signal.SIGTERM:
+        raise Interrupted("terminated")
+    raise KeyboardInterrupt
 
 
 def _models_command(args: list[str]) -> int:
@@ -121,9 +148,9 @@ def run(argv: Sequence[str]) -> int:
 
     cfg = load_config(parse_overrides(_shard_shorthand(args)))
     if cfg.shard.count:
-        render_shard(cfg)
+        render_shard(cfg, stop=_stop_requested)
         return 0
-    render_all(cfg)
+    render_all(cfg, stop=_stop_requested)
     return 0
 
 
@@ -148,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in args or "-v" in args
     args = [a for a in args if a not in ("--debug", "--verbose", "-v")]
     _setup_logging(debug, verbose)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, _on_signal)
+    previous_int = signal.signal(signal.SIGINT, _on_signal)
     try:
         return run(args)
     except RenderError as exc:
@@ -167,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 5
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""SIGTERM (and Ctrl-C) end a CLI render with one line and exit 130, wherever they land: also inside the
+logging module's at-fork callbacks, which run around every ffmpeg child's fork and in which Python
+ignores exceptions (a Slurm shard cancelled at that moment used to go on rendering, silent)."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import types
+
+import pytest
+
+import media_fixtures as mf
+from conftest import cli_env, model_args
+from render import cli
+from render.errors import Interrupted
+
+
+@pytest.fixture(autouse=True)
+def _fresh_flag():
+    cli._stop_reason.clear()
+    yield
+    cli._stop_reason.clear()
+
+
+def test_sigterm_inside_logging_is_sent_again_instead_of_raised(monkeypatch):
+    sent = []
+    monkeypatch.setattr(cli.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    in_logging = types.SimpleNamespace(f_globals={"__name__": "logging"})
+    cli._on_signal(signal.SIGTERM, in_logging)             # no exception here
+    assert cli._stop_requested() == "terminated"
+    deadline = time.monotonic() + 5
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(cli.os.getpid(), signal.SIGTERM)]
+
+
+def test_sigterm_or_sigint_elsewhere_raises_and_leaves_the_stop_reason():
+    with pytest.raises(Interrupted, match="terminated"):
+        cli._on_signal(signal.SIGTERM, sys._getframe())
+    assert cli._stop_requested() == "terminated"
+    cli._stop_reason.clear()
+    with pytest.raises(KeyboardInterrupt):
+        cli._on_signal(signal.SIGINT, sys._getframe())
+    assert cli._stop_requested() == "interrupted"
+
+
+@pytest.mark.parametrize("signum, line", [(signal.SIGTERM, "render: error: terminated"),
+                                          (signal.SIGINT, "render: error: interrupted")])
+def test_signal_as_the_encoder_starts_ends_the_render_with_one_line(workdir, standin_models,
+                                                                    signum, line):
+    """The signal the moment the renderer says it starts its encoder (the fork is next; before
+    the fix, the interrupt was lost there about every time and the render ran to its end): every
+    time, exit 130 with one line, no ffmpeg child left, no output."""
+    clip = mf.make_clip(workdir / "in" / "clip.mp4", width=320, height=180, seconds=2.0)
+    for i in range(4):
+        out = workdir / "out" / f"clip{i}.mp4"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "render", "--debug", "profile=low", "execution.threads=1",
+             f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}", f"output={out}",
+             *model_args(standin_models, workdir / "cache")],
+            env=cli_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+        lines = []
+        try:
+            for text in proc.stderr:            # to its end: the renderer's last line included
+                lines.append(text)
+                if text.startswith("render: encoder: ffmpeg"):
+                    proc.send_signal(signum)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err = "".join(lines)
+        assert proc.returncode == 130, err[-2000:]
+        assert err.rstrip().splitlines()[-1] == line, err[-2000:]
+        assert not out.exists()
+        left = subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip.path}"], capture_output=True,
+                              text=True).stdout.strip()
+        assert not left, left
