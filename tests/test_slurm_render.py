@@ -74,7 +74,11 @@ def test_a_cancelled_and_requeued_shard_completes_the_render(slurm_cluster, job,
     while c.state(f"{array}_0") != "RUNNING":
         assert time.monotonic() < deadline, c.jobs()
         time.sleep(0.2)
-    time.sleep(1.5)
+    # cancelled once it renders (its work folder is there): a SIGTERM during the interpreter's
+    # start, before the renderer's handler is set, would end it without its one-line error
+    while not [p for p in out.parent.glob(".*") if p.is_dir() and ".render-" in p.name]:
+        assert time.monotonic() < deadline, logs(d)
+        time.sleep(0.05)
     c.run("scancel", f"{array}_0")
     c.wait_state(f"{array}_0", {"CANCELLED"}, timeout=30)
     c.run("scontrol", "requeue", f"{array}_0")
