@@ -61,6 +61,8 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
 #: set by SIGTERM or SIGINT (the reason); a render also checks it between segments, in case the
 #: exception that the handler raised was swallowed where Python ignores exceptions
 _stop_reason: list[str] = []
+#: the signal sent again (see _on_signal), cancelled when main() returns
+_resend: list[threading.Timer] = []
 
 
 def _stop_requested() -> str | None:
@@ -80,6 +82,7 @@ def _on_signal(signum, frame) -> None:
     if frame is not None and getattr(frame, "f_globals", {}).get("__name__") == "logging":
         again = threading.Timer(0.02, os.kill, (os.getpid(), signum))
         again.daemon = True
+        _resend.append(again)
         again.start()
         return
     if signum == signal.SIGTERM:
@@ -175,8 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in args or "-v" in args
     args = [a for a in args if a not in ("--debug", "--verbose", "-v")]
     _setup_logging(debug, verbose)
-    previous = signal.signal(signal.SIGTERM, _on_signal)
-    previous_int = signal.signal(signal.SIGINT, _on_signal)
+    _stop_reason.clear()
+    # a signal the caller ignores stays ignored (a shell's background job ignores SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, _on_signal)
     try:
         return run(args)
     except RenderError as exc:
@@ -194,8 +201,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{' '.join(str(exc).split())} (run with --debug for a traceback)\n")
         return 5
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
+        while _resend:
+            _resend.pop().cancel()
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

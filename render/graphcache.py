@@ -14,13 +14,14 @@ entry's key covers the model's SHA-256, the ONNX Runtime version, the optimisati
 
 Safety: an entry is written into a temp folder, its files fsynced and stamped (size, times, inode
 and SHA-256 of each), then the folder is renamed into place, so a crash leaves no entry or a whole
-one (and a temp folder, which the next save on that host removes once its process is gone). An entry whose files no longer match their stamp is hashed again and removed when the bytes
+one (and a temp folder, which the next save removes once the flock its render held is free). An entry whose files no longer match their stamp is hashed again and removed when the bytes
 differ. Saving is skipped when the disk has less free space than twice the model plus a margin; a
 cache that cannot be written, or an entry that will not load, only costs time.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -28,7 +29,8 @@ import logging
 import os
 import platform
 import shutil
-import socket
+import time
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 GRAPH = "graph.onnx"
 DATA = "graph.data"
 STAMP = "stamp.json"
+LOCK = ".saving"
+#: a temp folder without its lock file is left alone this long (it may be a save just starting)
+STALE_UNLOCKED_S = 3600
 #: free space left on the cache's disk after an entry is written
 FREE_MARGIN = 512 << 20
 
@@ -113,18 +118,29 @@ class GraphCache:
             for name in stale:                     # copied or restored: hash again
                 if sha256_file(entry / name) != files[name]["sha256"]:
                     raise ValueError(f"{name} changed")
-            if stale:
-                self._write_stamp(entry, {n: files[n]["sha256"] for n in files})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             self.discard(key, str(exc))
             return None
+        if stale:                                  # the same bytes: stamp them as they are now
+            try:
+                self._write_stamp(entry, {n: files[n]["sha256"] for n in files})
+            except OSError:
+                pass                               # read-only cache: hashed again next time
         return entry / GRAPH
 
     def discard(self, key: str, why: str) -> None:
+        """Remove a damaged entry: first renamed out of the way (a render loading it meanwhile
+        reads it whole or not at all), then deleted."""
         entry = self.root / key
-        if entry.exists():
-            log.warning("removing damaged graph cache entry %s (%s); it is made again", entry, why)
-            shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            return
+        log.warning("removing damaged graph cache entry %s (%s); it is made again", entry, why)
+        trash = self.root / f".{key}.trash-{uuid.uuid4().hex}"
+        try:
+            os.rename(entry, trash)
+        except OSError:
+            return                                 # gone already, or not ours to remove
+        shutil.rmtree(trash, ignore_errors=True)
 
     @contextlib.contextmanager
     def saving(self, key: str, model: Path) -> Iterator[Path | None]:
@@ -132,6 +148,7 @@ class GraphCache:
         the block, the saved files are fsynced, stamped and renamed into place; if the block
         raises, they are removed."""
         tmp: Path | None = None
+        held = -1
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             need = 2 * model.stat().st_size + FREE_MARGIN
@@ -141,27 +158,36 @@ class GraphCache:
                          model.name, free >> 20, self.root, need >> 20)
             else:
                 self._remove_stale_temps()
-                tmp = self.root / f".{key}.tmp-{socket.gethostname()}-{os.getpid()}"
-                shutil.rmtree(tmp, ignore_errors=True)
+                tmp = self.root / f".{key}.tmp-{uuid.uuid4().hex}"
                 tmp.mkdir()
+                # held while saving: a temp folder whose lock can be taken is a dead render's
+                held = os.open(tmp / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+                fcntl.flock(held, fcntl.LOCK_EX)
         except OSError as exc:
             log.warning("cannot save the optimised graph of %s in %s: %s", model.name, self.root,
                         exc.strerror or exc)
-            tmp = None
-        try:
-            yield None if tmp is None else tmp / GRAPH
-        except BaseException:
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        if tmp is not None:
-            self._commit(key, tmp, model)
+            tmp = None
+        try:
+            try:
+                yield None if tmp is None else tmp / GRAPH
+            except BaseException:
+                if tmp is not None:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            if tmp is not None:
+                self._commit(key, tmp, model)
+        finally:
+            if held >= 0:
+                os.close(held)
 
     def _commit(self, key: str, tmp: Path, model: Path) -> None:
         entry = self.root / key
         try:
             if not (tmp / GRAPH).is_file():
                 raise OSError(f"ONNX Runtime did not write {GRAPH}")
+            (tmp / LOCK).unlink()                  # still held through its descriptor
             shas = {}
             # the weights file exists when some initializer is large enough to go there
             for name in (GRAPH, DATA) if (tmp / DATA).is_file() else (GRAPH,):
@@ -184,20 +210,36 @@ class GraphCache:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _remove_stale_temps(self) -> None:
-        """Temp folders left by renders of this host that were killed while saving (each is
-        about the size of a model)."""
-        host = socket.gethostname()
-        for tmp in self.root.glob(f".*.tmp-{host}-*"):
-            pid = tmp.name.rsplit("-", 1)[-1]
-            if not pid.isdigit() or int(pid) == os.getpid():
+        """Temp folders of renders killed while saving (each about the size of a model): those
+        whose lock can be taken (flock dies with its holder, on any host sharing the folder)."""
+        for trash in self.root.glob(".*.trash-*"):   # a discard interrupted by a crash
+            try:
+                if time.time() - trash.stat().st_mtime > STALE_UNLOCKED_S:
+                    shutil.rmtree(trash, ignore_errors=True)
+            except OSError:
+                pass
+        for tmp in self.root.glob(".*.tmp-*"):
+            try:
+                fd = os.open(tmp / LOCK, os.O_RDWR)
+            except FileNotFoundError:
+                # not locked yet (just made) or being renamed into place: only an old one is stale
+                try:
+                    if time.time() - tmp.stat().st_mtime > STALE_UNLOCKED_S:
+                        shutil.rmtree(tmp, ignore_errors=True)
+                except OSError:
+                    pass
+                continue
+            except OSError:
                 continue
             try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue                           # its render is saving it now
+            else:
                 log.debug("removing %s, left by a killed render", tmp)
                 shutil.rmtree(tmp, ignore_errors=True)
-            except OSError:
-                pass                               # alive (another user's process)
+            finally:
+                os.close(fd)
 
     @staticmethod
     def _write_stamp(entry: Path, shas: dict[str, str]) -> None:

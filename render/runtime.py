@@ -20,7 +20,7 @@ from typing import Any, Callable
 import onnxruntime as ort
 
 from .config import Execution
-from .errors import ModelError
+from .errors import Interrupted, ModelError
 from .graphcache import DATA as GRAPH_DATA
 from .graphcache import GraphCache
 
@@ -390,6 +390,8 @@ class SessionFactory:
             return ort.InferenceSession(str(path), sess_options=so,
                                         providers=[p for p, _ in providers],
                                         provider_options=[o for _, o in providers])
+        except Interrupted:
+            raise                          # SIGTERM while loading: not a broken model
         except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ModelError(f"cannot load model {path}: {first}") from exc

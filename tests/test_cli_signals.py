@@ -3,6 +3,7 @@ logging module's at-fork callbacks, which run around every ffmpeg child's fork a
 ignores exceptions (a Slurm shard cancelled at that moment used to go on rendering, silent)."""
 from __future__ import annotations
 
+import logging
 import signal
 import subprocess
 import sys
@@ -34,6 +35,27 @@ def test_sigterm_inside_logging_is_sent_again_instead_of_raised(monkeypatch):
     while not sent and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sent == [(cli.os.getpid(), signal.SIGTERM)]
+
+
+def test_an_ignored_sigint_stays_ignored_and_the_handlers_are_restored(monkeypatch):
+    """A shell's background job starts with SIGINT ignored: Ctrl-C meant for the shell's
+    foreground must not stop it."""
+    seen = {}
+    monkeypatch.setattr(cli, "run", lambda args: seen.update(
+        int=signal.getsignal(signal.SIGINT), term=signal.getsignal(signal.SIGTERM)) or 0)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level      # main() sets up the CLI's logging
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    term_before = signal.getsignal(signal.SIGTERM)
+    try:
+        assert cli.main(["profile=low"]) == 0
+        assert seen == {"int": signal.SIG_IGN, "term": cli._on_signal}
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is term_before
+    finally:
+        signal.signal(signal.SIGINT, before)
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def test_sigterm_or_sigint_elsewhere_raises_and_leaves_the_stop_reason():

@@ -348,9 +348,8 @@ def test_graph_cache_entry_damaged_or_copied(tmp_path, caplog):
 
 def test_graph_cache_not_saved_without_room_and_killed_saves_cleaned(tmp_path, monkeypatch):
     import collections
+    import fcntl
     import os
-    import socket
-    import subprocess
 
     import render.graphcache as graphcache
 
@@ -363,16 +362,58 @@ def test_graph_cache_not_saved_without_room_and_killed_saves_cleaned(tmp_path, m
         m.setattr(graphcache.shutil, "disk_usage", lambda p: Usage(1 << 30, 1 << 30, 100 << 20))
         assert _outputs(f.create(model, fp16=fp16, sha256=_sha(model)))
     assert not root.exists() or not list(root.iterdir())
-    # a temp folder of a render killed while saving (its process is gone) goes at the next save
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    stale = root / f".x.tmp-{socket.gethostname()}-{dead.pid}"
-    alive = root / f".y.tmp-{socket.gethostname()}-{os.getppid()}"
-    for d in (stale, alive):
+    # temp folders: one of a render killed while saving (its lock is free) goes at the next save;
+    # one whose render is saving (lock held) stays, as does one made a moment ago, not locked yet
+    stale, alive, fresh = (root / f".k{i}.tmp-x{i}" for i in range(3))
+    for d in (stale, alive, fresh):
         d.mkdir(parents=True)
         (d / "graph.data").write_bytes(b"0" * 1024)
-    f.create(model, fp16=fp16, sha256=_sha(model))
-    assert not stale.exists() and alive.exists()
+    for d in (stale, alive):
+        (d / graphcache.LOCK).touch()
+    held = os.open(alive / graphcache.LOCK, os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        f.create(model, fp16=fp16, sha256=_sha(model))
+        assert not stale.exists() and alive.exists() and fresh.exists()
+    finally:
+        os.close(held)
+
+
+def test_graph_cache_keeps_its_entry_through_a_sigterm_or_a_read_only_stamp(tmp_path, monkeypatch, caplog):
+    import shutil
+
+    import render.graphcache as graphcache
+    import render.runtime as runtime
+    from render.errors import Interrupted
+
+    cpu = ["CPUExecutionProvider"]
+    model, fp16 = _graph_models(tmp_path)[1]
+    sha = _sha(model)
+    f = _factory(tmp_path / "cache", available=cpu, profile="low", **{"execution.graph_cache_min_mb": 0})
+    want = _outputs(f.create(model, fp16=fp16, sha256=sha))
+    (entry,) = [p for p in (tmp_path / "cache" / "onnxruntime").iterdir()]
+    # SIGTERM (the CLI's Interrupted) while the saved graph loads: raised as it is, entry kept
+    with monkeypatch.context() as m:
+        def interrupted(*a, **k):
+            raise Interrupted("terminated")
+        m.setattr(runtime.ort, "InferenceSession", interrupted)
+        with pytest.raises(Interrupted):
+            f.create(model, fp16=fp16, sha256=sha)
+    assert (entry / "stamp.json").is_file() and (entry / "graph.data").is_file()
+    # restored by a copy (new inode and times) into a cache whose stamp cannot be rewritten:
+    # the bytes match, so the entry is used, not removed
+    shutil.copytree(entry, tmp_path / "copy")
+    shutil.rmtree(entry)
+    shutil.copytree(tmp_path / "copy", entry)
+
+    def read_only(*a, **k):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(graphcache.GraphCache, "_write_stamp", staticmethod(read_only))
+    caplog.set_level(logging.DEBUG, logger="render")
+    caplog.clear()
+    assert _outputs(f.create(model, fp16=fp16, sha256=sha)) == want
+    assert any("optimised graph from" in r.getMessage() for r in caplog.records)
+    assert not any(r.levelno >= logging.WARNING for r in caplog.records)
 
 
 def test_graph_cache_only_for_the_cpu_provider_alone_and_large_models(tmp_path):

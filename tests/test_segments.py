@@ -163,11 +163,13 @@ def test_saved_optimised_graphs_give_the_same_bytes(workdir, standin_models, cli
     """execution.graph_cache_min_mb=0: the first render saves every model's optimised graph, the
     second loads them; both outputs are those of a render that optimised at load."""
     out = workdir / "graphs" / "clip.mp4"
-    for _ in range(2):
-        r = run_cli(*render_args(workdir, standin_models, clip.path, out,
+    for loads in (False, True):
+        r = run_cli(*render_args(workdir, standin_models, clip.path, out, "--debug",
                                  "execution.graph_cache_min_mb=0", "skip_done=false", cache="cache4"))
         assert r.returncode == 0, r.stderr
         assert sha(out) == reference
+        assert ("optimised graph from" in r.stderr) is loads, r.stderr[-3000:]
+        assert "removing damaged graph cache entry" not in r.stderr
     saved = [p for p in (workdir / "cache4" / "onnxruntime").iterdir() if (p / "stamp.json").is_file()]
     assert len(saved) >= 3, saved         # detector, embedder, swapper
 
