@@ -50,3 +50,10 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
         for block in iter(lambda: f.read(chunk), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_identity(st: os.stat_result) -> dict[str, int]:
+    """What tells a file's bytes have not been touched since it was hashed: size, times, inode
+    (a stamp holding these and the SHA-256 spares hashing the file again)."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino}

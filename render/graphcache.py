@@ -14,7 +14,8 @@ entry's key covers the model's SHA-256, the ONNX Runtime version, the optimisati
 
 Safety: an entry is written into a temp folder, its files fsynced and stamped (size, times, inode
 and SHA-256 of each), then the folder is renamed into place, so a crash leaves no entry or a whole
-one (and a temp folder, which the next save removes once the flock its render held is free). An entry whose files no longer match their stamp is hashed again and removed when the bytes
+one (and a temp folder, which the next save removes once the flock its render held is free).
+An entry whose files no longer match their stamp is hashed again and removed when the bytes
 differ. Saving is skipped when the disk has less free space than twice the model plus a margin; a
 cache that cannot be written, or an entry that will not load, only costs time.
 """
@@ -34,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from .files import fsync_dir, sha256_file, write_atomic
+from .files import file_identity, fsync_dir, sha256_file, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,6 @@ def cpu_identity() -> str:
     except OSError:
         pass
     return f"{platform.machine()}|{model}|{flags}"
-
-
-def _identity(path: Path) -> dict[str, int]:
-    st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-            "inode": st.st_ino}
 
 
 class GraphCache:
@@ -113,8 +108,7 @@ class GraphCache:
             if not isinstance(files, dict) or set(files) - {DATA} != {GRAPH}:
                 raise ValueError("stamp names other files")
             stale = {name for name, rec in files.items()
-                     if {k: rec.get(k) for k in ("size", "mtime_ns", "ctime_ns", "inode")}
-                     != _identity(entry / name)}
+                     if any(rec.get(k) != v for k, v in file_identity((entry / name).stat()).items())}
             for name in stale:                     # copied or restored: hash again
                 if sha256_file(entry / name) != files[name]["sha256"]:
                     raise ValueError(f"{name} changed")
@@ -212,22 +206,21 @@ class GraphCache:
     def _remove_stale_temps(self) -> None:
         """Temp folders of renders killed while saving (each about the size of a model): those
         whose lock can be taken (flock dies with its holder, on any host sharing the folder)."""
-        for trash in self.root.glob(".*.trash-*"):   # a discard interrupted by a crash
+        def remove_if_old(folder: Path) -> None:
             try:
-                if time.time() - trash.stat().st_mtime > STALE_UNLOCKED_S:
-                    shutil.rmtree(trash, ignore_errors=True)
+                if time.time() - folder.stat().st_mtime > STALE_UNLOCKED_S:
+                    shutil.rmtree(folder, ignore_errors=True)
             except OSError:
                 pass
+
+        for trash in self.root.glob(".*.trash-*"):   # a discard interrupted by a crash
+            remove_if_old(trash)
         for tmp in self.root.glob(".*.tmp-*"):
             try:
                 fd = os.open(tmp / LOCK, os.O_RDWR)
             except FileNotFoundError:
                 # not locked yet (just made) or being renamed into place: only an old one is stale
-                try:
-                    if time.time() - tmp.stat().st_mtime > STALE_UNLOCKED_S:
-                        shutil.rmtree(tmp, ignore_errors=True)
-                except OSError:
-                    pass
+                remove_if_old(tmp)
                 continue
             except OSError:
                 continue
@@ -243,5 +236,6 @@ class GraphCache:
 
     @staticmethod
     def _write_stamp(entry: Path, shas: dict[str, str]) -> None:
-        files = {name: dict(_identity(entry / name), sha256=sha) for name, sha in shas.items()}
+        files = {name: dict(file_identity((entry / name).stat()), sha256=sha)
+                 for name, sha in shas.items()}
         write_atomic(entry / STAMP, json.dumps({"files": files}, indent=1).encode())

@@ -21,6 +21,7 @@ from typing import Iterable
 
 from render.errors import ModelError
 
+from ..files import file_identity
 from .manifest import Manifest, ModelEntry
 
 log = logging.getLogger(__name__)
@@ -56,11 +57,6 @@ def fetch_hint(entry: ModelEntry) -> str:
     return f"copy {entry.file} into the models folder (or `render models fetch {entry.name} from=FOLDER`)"
 
 
-def _identity(st: os.stat_result) -> dict[str, int]:
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
-            "inode": st.st_ino}
-
-
 class ModelStore:
     """Model files in ``models_dir``, verified against ``manifest``, stamps in ``stamp_dir``."""
 
@@ -89,7 +85,7 @@ class ModelStore:
         stamp = self._read_stamp(path)
         if not stamp or stamp.get("path") != str(os.path.abspath(path)):
             return None
-        if any(stamp.get(k) != v for k, v in _identity(st).items()):
+        if any(stamp.get(k) != v for k, v in file_identity(st).items()):
             return None
         sha = stamp.get("sha256")
         return sha if isinstance(sha, str) else None
@@ -98,7 +94,7 @@ class ModelStore:
         """Record that ``path`` (as it is now) hashes to ``sha256``. Best effort."""
         try:
             st = st or os.stat(path)
-            data = {"path": str(os.path.abspath(path)), "sha256": sha256, **_identity(st)}
+            data = {"path": str(os.path.abspath(path)), "sha256": sha256, **file_identity(st)}
             self.stamp_dir.mkdir(parents=True, exist_ok=True)
             target = self._stamp_path(path)
             tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -168,7 +164,7 @@ class ModelStore:
                 f"model {entry.name} at {path} is corrupt (sha256 {sha}, expected "
                 f"{entry.sha256}): {fetch_hint(entry)}")
         st_after = os.stat(path)
-        if _identity(st_after) == _identity(st):
+        if file_identity(st_after) == file_identity(st):
             self.write_stamp(path, sha, st_after)
         return path
 
