@@ -377,9 +377,12 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                                                                 retimed)),
                                 timestamps=stamps)
     audio_duration = None
-    if info.audio:
-        audio_duration = span if (cut or "copy" not in ffargs.audio_plan(info, output)) else \
-            max((a.duration or 0.0) for a in info.audio) or None
+    if info.audio:   # what the mux will make of the audio (the same decision as its arguments)
+        audio = ffargs.audio_span(info, output, trim)
+        if audio.copied:
+            audio_duration = max((a.duration or 0.0) for a in info.audio) or None
+        else:
+            audio_duration = audio.duration if audio.duration is not None else span
     expect = Expect(frames=n, duration=round(span, 6), frame_interval=1 / float(fps),
                     audio=len(info.audio), audio_duration=audio_duration)
     return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="video", target=str(target),

@@ -292,6 +292,29 @@ def test_variable_frame_rate_keeps_every_timestamp(workdir, standin_models, clip
     assert max(abs(a - b) for a, b in zip(src, dst)) <= 0.001
 
 
+@pytest.mark.parametrize("ext", [".mp4", ".mkv"])
+def test_audio_longer_than_a_late_video_is_cut_to_the_video(workdir, standin_models, tmp_path, ext):
+    """Video starting 0.2 s after its audio, audio running 1 s past the video's end (the MKVs
+    ffmpeg writes with AAC start the video late too): the audio is re-encoded from the video's
+    start to its end, and the plan expects that length (it expected the whole track, and every
+    such render failed at its final check with exit 5)."""
+    short = mf.make_clip(tmp_path / "short.mp4", width=320, height=240, seconds=2.0)
+    late = tmp_path / f"late{ext}"
+    subprocess.run(["ffmpeg", "-v", "error", "-itsoffset", "0.2", "-i", str(short.path), "-f", "lavfi",
+                    "-i", "sine=frequency=440:duration=3", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
+                    "-c:a", "aac", str(late)], check=True)
+    src = mf.probe_counts(late)
+    seconds = short.frame_count / 25
+    assert src.audio_duration > seconds + 0.5
+    out = workdir / "out" / f"late{ext}"
+    r = run_cli(*render_args(workdir, standin_models, late, out))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(out)
+    assert p.frames == short.frame_count
+    assert p.audio_duration == pytest.approx(seconds, abs=0.05)
+    assert run_cli("verify", f"{out}.report.json").returncode == 0
+
+
 def test_constant_frame_rate_stays_exactly_constant(workdir, standin_models, clip):
     out = workdir / "out" / "cfr.mp4"
     r = run_cli(*render_args(workdir, standin_models, clip.path, out))

@@ -308,31 +308,59 @@ class _Audio:
     outputs: list[str]
 
 
+@dataclass(frozen=True)
+class AudioSpan:
+    """How the target's audio goes into an output, decided once for the mux and for the plan's
+    expectations: ``plan`` per stream ('copy' or an encoder, :func:`audio_plan`); when nothing is
+    copied, the span cut from the target (``start``, ``end``; seconds from the container's start)
+    and ``duration``, the length every audio stream of the output will have (None: unknown, the
+    audio is padded without end and ``-shortest`` ends it at the video's last frame)."""
+
+    plan: list[str]
+    start: float
+    end: float | None
+    duration: float | None
+
+    @property
+    def copied(self) -> bool:
+        return "copy" in self.plan
+
+
+def audio_span(info: MediaInfo, out_path: str | os.PathLike,
+               trim: tuple[float, float | None] | None = None) -> AudioSpan:
+    """The target's audio in an output: copied whole when the container takes it and nothing cuts
+    it; otherwise re-encoded and cut to the video's span (from where the video starts when the
+    audio starts before it, to keep them in sync)."""
+    t = check_trim(info, trim)
+    start, end = t if t is not None else (0.0, None)
+    # keep audio in sync when it starts before the video: start it where the video starts
+    shift = info.video_start > SYNC_TOLERANCE and start < info.video_start
+    plan = audio_plan(info, out_path, trim=trim, shift=shift)
+    if "copy" in plan:  # nothing cuts the audio (see audio_plan): the target's audio, whole
+        return AudioSpan(plan, 0.0, None, None)
+    # the audio span that matches the video: positions relative to the container start
+    a_start = info.video_start if shift else start
+    a_end = end
+    if info.duration > 0:
+        v_end = info.video_start + info.duration
+        a_end = v_end if a_end is None else min(a_end, v_end)
+    duration = a_end - a_start if a_end is not None and a_end > a_start else None
+    return AudioSpan(plan, a_start, a_end if duration else None, duration)
+
+
 def _audio(info: MediaInfo, out_path: str | os.PathLike, trim: tuple[float, float | None] | None,
            input_index: int) -> _Audio:
     """Every audio stream of the target, copied when the container takes it and nothing cuts it;
     otherwise re-encoded, cut (input ``-t``) and padded (``apad=whole_dur``) to the video's span."""
     if not info.audio:
         return _Audio([], [], [])
-    t = check_trim(info, trim)
-    start, end = t if t is not None else (0.0, None)
+    span = audio_span(info, out_path, trim)
+    plan, audio_dur = span.plan, span.duration
     inputs: list[str] = []
-    audio_dur: float | None = None
-    # keep audio in sync when it starts before the video: start it where the video starts
-    shift = info.video_start > SYNC_TOLERANCE and start < info.video_start
-    plan = audio_plan(info, out_path, trim=trim, shift=shift)
-    if "copy" in plan:  # nothing cuts the audio (see audio_plan): the target's audio, whole
+    if span.copied:
         inputs += ["-i", info.path]
     else:
-        # the audio span that matches the video: positions relative to the container start
-        a_start = info.video_start if shift else start
-        a_end = end
-        if info.duration > 0:
-            v_end = info.video_start + info.duration
-            a_end = v_end if a_end is None else min(a_end, v_end)
-        if a_end is not None and a_end > a_start:
-            audio_dur = a_end - a_start
-        inputs += _trim_input_opts(a_start, a_end if audio_dur else None) + ["-i", info.path]
+        inputs += _trim_input_opts(span.start, span.end) + ["-i", info.path]
     maps: list[str] = []
     for a in info.audio:
         maps += ["-map", f"{input_index}:{a.index}"]
