@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from .config import Config, required_models
-from . import __version__, report
+from . import __version__, interrupts, report
 from . import mark as marking
 from .errors import Interrupted, MediaError, ModelError, RenderError, RenderFailed, UsageError
 from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
@@ -459,32 +459,33 @@ class Renderer:
         memory = report.PeakMemory()
         plan = info = result = None
         marks: dict = {}
-        try:
-            plan, info = self.prepare(job)
-            result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run(
-                segments)
-        except BaseException as exc:
+        with interrupts.guarded():   # a stop after the commit waits for the report
+            try:
+                plan, info = self.prepare(job)
+                result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run(
+                    segments)
+            except BaseException as exc:
+                usage = memory.stop()
+                if plan is not None and info is not None and Path(plan.work_dir).is_dir():
+                    status = "interrupted" if isinstance(exc, (KeyboardInterrupt, Interrupted)) \
+                        else "failed"
+                    text = "interrupted" if isinstance(exc, KeyboardInterrupt) else \
+                        " ".join(str(exc).split()) or type(exc).__name__
+                    try:
+                        data = report.build(plan=plan, result=result, models=self.models,
+                                            target_info=info, started=started, ended=report.now(),
+                                            memory=usage, marks=marks, status=status, error=text,
+                                            job=meta, lock=lock)
+                        report.write(data, Path(plan.work_dir) / report.FAILED_NAME)
+                    except Exception:  # noqa: BLE001 - the failure itself is what gets reported
+                        log.debug("cannot write the failure report", exc_info=True)
+                raise
             usage = memory.stop()
-            if plan is not None and info is not None and Path(plan.work_dir).is_dir():
-                status = "interrupted" if isinstance(exc, (KeyboardInterrupt, Interrupted)) \
-                    else "failed"
-                text = "interrupted" if isinstance(exc, KeyboardInterrupt) else \
-                    " ".join(str(exc).split()) or type(exc).__name__
-                try:
-                    data = report.build(plan=plan, result=result, models=self.models,
-                                        target_info=info, started=started, ended=report.now(),
-                                        memory=usage, marks=marks, status=status, error=text,
-                                        job=meta, lock=lock)
-                    report.write(data, Path(plan.work_dir) / report.FAILED_NAME)
-                except Exception:  # noqa: BLE001 - the failure itself is what gets reported
-                    log.debug("cannot write the failure report", exc_info=True)
-            raise
-        usage = memory.stop()
-        seconds = time.perf_counter() - t0
-        data = report.build(plan=plan, result=result, models=self.models, target_info=info,
-                            started=started, ended=report.now(), memory=usage, marks=marks,
-                            job=meta, lock=lock)
-        report.write(data, report.report_path(Path(plan.output)))
+            seconds = time.perf_counter() - t0
+            data = report.build(plan=plan, result=result, models=self.models, target_info=info,
+                                started=started, ended=report.now(), memory=usage, marks=marks,
+                                job=meta, lock=lock)
+            report.write(data, report.report_path(Path(plan.output)))
         frames = plan.frames
         resumed = f", {result.resumed} of {len(plan.segments)} segments resumed" \
             if result.resumed else ""

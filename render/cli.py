@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__
+from . import __version__, interrupts
 from .config import help_text, load_config, parse_overrides, profile_models
 from .errors import Interrupted, RenderError, UsageError
 
@@ -79,6 +79,8 @@ def _on_signal(signum, frame) -> None:
     """
     if not _stop_reason:
         _stop_reason.append("terminated" if signum == signal.SIGTERM else "interrupted")
+    if interrupts.deferred(signum):   # the output is being committed: raised once its report is
+        return                        # written
     if frame is not None and getattr(frame, "f_globals", {}).get("__name__") == "logging":
         again = threading.Timer(0.02, os.kill, (os.getpid(), signum))
         again.daemon = True

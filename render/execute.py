@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from . import interrupts
 from .errors import Interrupted, MediaError, RenderFailed, UsageError
 from .media import mp4index
 from .media.probe import count_streams
@@ -447,6 +448,7 @@ class Executor:
             if frames == 0:
                 raise MediaError(f"no frames decoded from {plan.target}")
             self.before_commit(Path(out.tmp_path))
+            interrupts.hold()     # from here a stop signal waits for the report (interrupts.py)
             out.commit()
         rec = SegmentRecord(index=0, start=0, end=1, sha256="", bytes=0,
                             seconds=round(time.perf_counter() - t0, 3), faces=times.faces,
@@ -494,6 +496,7 @@ class Executor:
             result.output_streams = self.verify_output(tmp)
             t3 = time.perf_counter()
             _fsync_file(tmp)
+            interrupts.hold()     # from here a stop signal waits for the report (interrupts.py)
             try:
                 os.replace(tmp, out)
             except OSError as exc:

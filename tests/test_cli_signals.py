@@ -102,3 +102,74 @@ def test_signal_as_the_encoder_starts_ends_the_render_with_one_line(workdir, sta
         left = subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip.path}"], capture_output=True,
                               text=True).stdout.strip()
         assert not left, left
+
+
+def test_a_signal_during_the_commit_waits_for_the_report(monkeypatch):
+    """From hold() (the output is about to replace the old one) to the end of the guarded block
+    (its report written), the handler records the signal instead of raising it; the block's end
+    raises it. Before hold(), and outside any block, the handler raises at once."""
+    from render import interrupts
+
+    with pytest.raises(Interrupted):
+        with interrupts.guarded():
+            with pytest.raises(Interrupted):         # not holding yet: raised where it lands
+                cli._on_signal(signal.SIGTERM, sys._getframe())
+            interrupts.hold()
+            cli._on_signal(signal.SIGTERM, sys._getframe())    # kept
+            done = True                                          # the report would be written here
+    assert done
+    assert cli._stop_requested() == "terminated"
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.guarded():
+            interrupts.hold()
+            cli._on_signal(signal.SIGINT, sys._getframe())
+    # a block that fails on its own keeps its own exception; nothing is left pending
+    with pytest.raises(OSError):
+        with interrupts.guarded():
+            interrupts.hold()
+            cli._on_signal(signal.SIGTERM, sys._getframe())
+            raise OSError("disk full")
+    with interrupts.guarded():
+        pass
+    interrupts.hold()                                    # outside a block: a no-op
+    with pytest.raises(Interrupted):
+        cli._on_signal(signal.SIGTERM, sys._getframe())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_right_after_the_output_is_replaced_leaves_output_and_report_agreeing(
+        workdir, standin_models, signum):
+    """A re-render with another setting, signalled the moment the new output replaces the old
+    one: the report beside it must be the new one (it was the old one: `render verify` failed on
+    the SHA-256), and the exit says it was stopped."""
+    clip = mf.make_clip(workdir / "in" / "clip.mp4", width=320, height=180, seconds=2.0)
+    out = workdir / "out" / "clip.mp4"
+    base = [sys.executable, "-m", "render", "profile=low", "execution.threads=1",
+            f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}", f"output={out}",
+            *model_args(standin_models, workdir / "cache")]
+    for crf in (30, 20):
+        first = out.stat().st_ino if out.exists() else None
+        proc = subprocess.Popen(base + [f"encode.crf={crf}"], env=cli_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        signalled = False
+        try:
+            while proc.poll() is None and first is not None and not signalled:
+                try:
+                    if out.stat().st_ino != first:
+                        proc.send_signal(signum)
+                        signalled = True
+                except FileNotFoundError:
+                    pass
+            err = proc.communicate(timeout=120)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if first is None:
+            assert proc.returncode == 0, err
+            continue
+        assert signalled
+        assert proc.returncode in (0, 130), err        # 0: it had ended before the signal came
+        check = subprocess.run([sys.executable, "-m", "render", "verify", f"{out}.report.json"],
+                               env=cli_env(), capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
