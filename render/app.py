@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -120,6 +121,9 @@ def plan_jobs(cfg: Config) -> list[Job]:
         if out_dir is None:
             raise UsageError("no output given: output=PATH (or output_dir=DIR)")
         outputs = [out_dir / _output_name(t) for t in targets]
+    inputs = {"source image": source}
+    if cfg.select.reference:
+        inputs["reference image"] = Path(cfg.select.reference)
     jobs = []
     for t, o in zip(targets, outputs):
         if o.suffix.lower() not in OUTPUT_EXTS:
@@ -130,7 +134,13 @@ def plan_jobs(cfg: Config) -> list[Job]:
             raise UsageError(f"output {o} is {kinds[0]} but target {t} is {kinds[1]}")
         if o.resolve() == t.resolve():
             raise UsageError(f"output {o} would overwrite its target")
+        for what, path in inputs.items():
+            if o.resolve() == path.resolve():
+                raise UsageError(f"output {o} would overwrite the {what}")
+        if o.is_dir():
+            raise UsageError(f"output {o} is a folder: give the file to write (or output_dir=)")
         _check_writable(o.parent)
+        _check_name_length(o)
         jobs.append(Job(source, t, o))
     return jobs
 
@@ -140,6 +150,24 @@ def _output_name(target: Path) -> str:
     if target.suffix.lower() in OUTPUT_EXTS:
         return target.name
     return target.stem + (".png" if target.suffix.lower() in IMAGE_EXTS else ".mp4")
+
+
+def _check_name_length(output: Path) -> None:
+    """The output's name leaves room for the longest name made from it: the work folder
+    ``.NAME.render-KEY16``, the report's temp ``.NAME.report.json.tmp-HOST-PID``, the assembly's
+    ``STEM.tmp-HOST-PID.EXT`` and its marking temp ``.STEM.tmp-HOST-PID.EXT.PID.c2pa.tmp`` (a
+    render that found out at one of them ended with "internal error: File name too long")."""
+    try:
+        limit = os.pathconf(output.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    me = f"{socket.gethostname()}-{'9' * 7}"          # a pid has at most 7 digits (pid_max 2^22)
+    made = (f"..render-{'0' * 16}", f"..report.json.tmp-{me}", f"..tmp-{me}.{'9' * 7}.c2pa.tmp")
+    extra = max(len(os.fsencode(m)) for m in made)
+    size = len(os.fsencode(output.name))
+    if size + extra > limit:
+        raise UsageError(f"output name {output.name[:40]}... is too long: {size} bytes, at most "
+                         f"{limit - extra} here (the work folder and temp names add {extra})")
 
 
 def _check_writable(folder: Path) -> None:

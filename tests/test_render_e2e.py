@@ -282,6 +282,39 @@ def test_unwritable_output_folder(workdir, standin_models, clip):
     assert "cannot create output folder /proc/none" in msg
 
 
+def test_output_over_the_source_image_is_refused(workdir, standin_models):
+    """An image render whose output is the source image itself (it overwrote the source), or the
+    reference image: refused before any work, the file untouched."""
+    src = workdir / "in" / "source.jpg"
+    still = workdir / "in" / "still.png"
+    mf.make_source_image(still)
+    before = src.read_bytes()
+    msg = _bad(workdir, standin_models, f"source={src}", f"target={still}", f"output={src}", code=2)
+    assert "would overwrite the source image" in msg
+    ref = workdir / "in" / "ref.jpg"
+    ref.write_bytes(before)
+    msg = _bad(workdir, standin_models, f"source={src}", f"target={still}", "select.mode=reference",
+               f"select.reference={ref}", f"output={ref}", code=2)
+    assert "would overwrite the reference image" in msg
+    assert src.read_bytes() == before and ref.read_bytes() == before
+
+
+def test_output_that_is_a_folder_or_too_long_a_name_is_refused_before_any_work(workdir, standin_models,
+                                                                               clip):
+    """Both used to be found only where the render first wrote a file: after every frame for a
+    folder (exit 5, work folder left), at the work folder for a long name (an internal error)."""
+    folder = workdir / "out2" / "isdir.mp4"
+    folder.mkdir(parents=True)
+    msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
+               f"target={clip.path}", f"output={folder}", code=2)
+    assert "is a folder" in msg
+    long_name = workdir / "out" / ("b" * 240 + ".mp4")   # a valid name: 244 of 255 bytes
+    msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
+               f"target={clip.path}", f"output={long_name}", code=2)
+    assert "is too long" in msg
+    assert list(folder.parent.iterdir()) == [folder] and list(folder.iterdir()) == []
+
+
 def test_video_as_source(workdir, standin_models, clip):
     msg = _bad(workdir, standin_models, f"source={clip.path}", f"target={workdir / 'in' / 'source.jpg'}",
                f"output={workdir / 'out' / 'x.jpg'}", code=3)
