@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -366,6 +367,8 @@ def _coerce(key: Key, value: Any, where: str) -> Any:
         if not isinstance(value, (int, float)):
             raise bad()
         value = float(value)
+        if not math.isfinite(value):   # nan passes every comparison with min and max
+            raise bad()
     elif t is str:
         if value is None:
             value = ""

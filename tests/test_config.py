@@ -52,6 +52,11 @@ def test_environment_defaults_are_below_the_command_line():
     ("swap.precision", "int8", "swap.precision: expected one of fp32, fp16, got 'int8'"),
     ("enhance.enabled", "maybe", "expected true or false"),
     ("execution.providers", "cuda,gpu", "expected a list of tensorrt|cuda|cpu"),
+    # nan is no number: it passed every min/max comparison (detect.score=nan swapped no face,
+    # segment.seconds=nan was an internal error)
+    ("detect.score", "nan", "detect.score: expected a number between 0 and 1, got nan"),
+    ("segment.seconds", "NaN", "segment.seconds: expected a number between 0.5 and 3600"),
+    ("lock.timeout", "inf", "lock.timeout: expected a number, got inf"),
 ])
 def test_bad_values_name_key_and_expectation(key, value, expect):
     with pytest.raises(ConfigError) as e:
