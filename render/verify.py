@@ -56,13 +56,17 @@ def _hash_check(what: str, path: str | None, expected: str | None) -> Check:
     return Check(True, f"{what} {p.name}: SHA-256 {got[:16]}… matches")
 
 
-def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str] | None = None
-           ) -> list[Check]:
+def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str] | None = None,
+           output_path: Path | None = None) -> list[Check]:
+    """``output_path``: the file the report describes, when it is not (or no longer) at the path
+    the report recorded: the one beside the report, by name (see :func:`main`)."""
     out: list[Check] = []
     if data.get("status") != "done":
         out.append(Check(False, f"report status is {data.get('status')!r}, not done: "
                                 f"{data.get('error') or ''}".rstrip(": ")))
-    output = data.get("output") or {}
+    output = dict(data.get("output") or {})
+    if output_path is not None:
+        output["path"] = str(output_path)
     out.append(_hash_check("output", output.get("path"), output.get("sha256")))
     target = data.get("target") or {}
     out.append(_hash_check("target", target.get("path"), target.get("sha256")))
@@ -181,7 +185,11 @@ def main(args: Sequence[str], stream: IO[str] | None = None) -> int:
     except ValueError:
         raise UsageError("rerender=N needs a whole number of segments") from None
     data = reports.load(path)
-    results = checks(data, rerender=rerender, overrides=opts)
+    # the output is the file beside its report (OUTPUT.report.json), wherever the pair was moved
+    # or copied to; the path recorded inside is where it was made
+    beside = path.with_name(path.name[:-len(reports.SUFFIX)]) \
+        if path.name.endswith(reports.SUFFIX) and len(path.name) > len(reports.SUFFIX) else None
+    results = checks(data, rerender=rerender, overrides=opts, output_path=beside)
     for c in results:
         stream.write(f"{'ok  ' if c.ok else 'FAIL'} {c.line}\n")
     failed = [c for c in results if not c.ok]

@@ -157,6 +157,27 @@ def test_verify_fails_when_a_byte_of_a_file_flips(rendered, tmp_path, what):
         shutil.copyfile(backup, path)
 
 
+def test_verify_checks_the_output_beside_the_report_after_a_copy(rendered, tmp_path):
+    """An output and its report copied elsewhere: verify checks the copy beside the report, not
+    the file at the path recorded inside (a replaced or deleted copy passed)."""
+    out = Path(rendered["data"]["output"]["path"])
+    copy = tmp_path / "copied" / out.name
+    copy.parent.mkdir()
+    shutil.copyfile(out, copy)
+    report = copy.with_name(copy.name + ".report.json")
+    shutil.copyfile(rendered["report"], report)
+    r = verify(report)
+    assert r.returncode == 0, r.stdout + r.stderr
+    copy.write_bytes(b"not the render")
+    r = verify(report)
+    assert r.returncode == 1
+    assert any(ln.startswith("FAIL output") and str(copy) in ln and "SHA-256 mismatch" in ln
+               for ln in r.stdout.splitlines()), r.stdout
+    copy.unlink()
+    r = verify(report)
+    assert r.returncode == 1 and f"FAIL output {copy}: missing" in r.stdout, r.stdout
+
+
 def test_verify_fails_when_the_config_in_the_report_is_edited(rendered, tmp_path):
     data = json.loads(rendered["report"].read_text())
     data["config"]["mask.padding"] = 0.2
