@@ -33,8 +33,8 @@ from .faces.types import Face
 from .media import args as ffargs
 from .execute import ExecResult, Executor
 from .lock import DeviceLock, detect_device, lock_needed
-from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_version, ffmpeg_version_line,
-                          hw_works, mkvmerge_version, probe_with_times)
+from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
+                          ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
 from .models.manifest import ModelEntry, load_manifest
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
@@ -150,6 +150,22 @@ def _output_name(target: Path) -> str:
     if target.suffix.lower() in OUTPUT_EXTS:
         return target.name
     return target.stem + (".png" if target.suffix.lower() in IMAGE_EXTS else ".mp4")
+
+
+#: pixel formats taken without asking ffmpeg (asking costs a process start)
+COMMON_PIX_FMTS = frozenset({"yuv420p", "yuvj420p", "yuv422p", "yuv444p", "yuv420p10le",
+                             "yuv422p10le", "yuv444p10le", "nv12", "p010le", "rgb24", "bgr24", "gbrp"})
+
+
+def _check_pix_fmt(pix_fmt: str) -> None:
+    """encode.pix_fmt is a format ffmpeg can write: a typo failed the encoder at the first frame
+    (exit 5, work folder left) instead of exit 2 before any work."""
+    if pix_fmt in COMMON_PIX_FMTS:
+        return
+    known = ffmpeg_output_pixel_formats()
+    if known is not None and pix_fmt not in known:
+        raise UsageError(f"encode.pix_fmt={pix_fmt} is not a pixel format ffmpeg can write "
+                         f"(e.g. yuv420p, yuv444p, yuv420p10le; `ffmpeg -pix_fmts` lists them)")
 
 
 def _check_name_length(output: Path) -> None:
@@ -379,6 +395,7 @@ class Renderer:
         return self.prepare(job)[0]
 
     def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
+        _check_pix_fmt(self.cfg.encode.pix_fmt)
         info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
                                        content_sha256=lambda: self._sha(job.target))
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:

@@ -189,6 +189,24 @@ def _vp9_crf(x264_crf: int) -> int:
 SOFTWARE_FALLBACK = {"h264_nvenc": "libx264", "hevc_nvenc": "libx265"}
 
 
+#: the presets each encoder takes verbatim as ``-preset`` (other encoders: not checked here; vp9's
+#: and aom's are filtered by the argument builder)
+PRESETS = {
+    "libx264": ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+                "veryslow", "placebo"),
+    "libsvtav1": tuple(str(n) for n in range(-1, 14)),
+    "h264_nvenc": ("default", "slow", "medium", "fast", "hp", "hq", "bd", "ll", "llhq", "llhp",
+                   "lossless", "losslesshp", *(f"p{n}" for n in range(1, 8))),
+}
+PRESETS["libx265"] = PRESETS["libx264"]
+PRESETS["hevc_nvenc"] = PRESETS["h264_nvenc"]
+def _check_preset(codec: str, preset: str | None) -> None:
+    known = PRESETS.get(codec)
+    if preset and known is not None and preset not in known:
+        raise UsageError(f"encode.preset={preset} is not a preset of {codec} (one of "
+                         f"{', '.join(known)})")
+
+
 def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = None
                     ) -> tuple[ffargs.EncodeSettings, str]:
     """The encoder for ``output``'s container: the profile's codec where the container takes it;
@@ -201,7 +219,7 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
     codec, crf, preset = enc.codec, enc.crf, enc.preset
     if codec in SOFTWARE_FALLBACK and not (hw or {}).get(codec, False):
         codec = SOFTWARE_FALLBACK[codec]      # the caller said so in one log line
-        if preset and preset[:1] == "p" and preset[1:].isdigit():   # nvenc p1..p7
+        if preset and preset not in PRESETS[codec]:   # nvenc's own (p1..p7, hq, ll...)
             preset = "medium"
     if legal is not None and codec not in legal:
         if "encode.codec" in cfg.explicit:
@@ -212,6 +230,7 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
             crf = _vp9_crf(enc.crf)
         if codec == "libvpx-vp9" and "encode.preset" not in cfg.explicit:
             preset = "good"
+    _check_preset(codec, preset)
     extra: tuple[str, ...] = ()
     if codec == "libvpx-vp9":
         # row-based multithreading with fixed tile columns: the bitstream does not depend on the

@@ -276,6 +276,17 @@ def test_bad_output(workdir, standin_models, clip, output, expect, code):
     assert expect in msg
 
 
+@pytest.mark.parametrize("setting,expect", [
+    ("encode.preset=superduper", "encode.preset=superduper is not a preset of libx264"),
+    ("encode.pix_fmt=bogus", "encode.pix_fmt=bogus is not a pixel format ffmpeg can write"),
+])
+def test_bad_encoder_setting_is_refused_before_any_work(workdir, standin_models, clip, setting, expect):
+    """Both reached ffmpeg: the encoder failed at the first frame, exit 5, work folder left."""
+    msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
+               f"target={clip.path}", f"output={workdir / 'out' / 'x.mp4'}", setting, code=2)
+    assert expect in msg
+
+
 def test_unwritable_output_folder(workdir, standin_models, clip):
     msg = _bad(workdir, standin_models, f"source={workdir / 'in' / 'source.jpg'}",
                f"target={clip.path}", "output=/proc/none/x.mp4", code=2)

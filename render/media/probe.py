@@ -140,6 +140,25 @@ def _version_text(cmd: str) -> str:
         return ""
 
 
+@functools.lru_cache(maxsize=None)
+def ffmpeg_output_pixel_formats(cmd: str = "ffmpeg") -> frozenset[str] | None:
+    """The pixel formats ffmpeg can convert frames to (``-pix_fmts``, flag O), None when it
+    cannot be asked."""
+    try:
+        text = subprocess.run([cmd, "-hide_banner", "-pix_fmts"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = text.splitlines()
+    try:
+        body = lines[next(i for i, ln in enumerate(lines) if ln.startswith("-----")) + 1:]
+    except StopIteration:
+        return None
+    names = {parts[1] for parts in (ln.split() for ln in body)
+             if len(parts) >= 2 and len(parts[0]) >= 2 and parts[0][1] == "O"}
+    return frozenset(names) or None
+
+
 def ffmpeg_version(cmd: str = "ffmpeg") -> tuple[int, int] | None:
     """(major, minor) of the installed ffmpeg, or None if it cannot be told (git builds).
 
