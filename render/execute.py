@@ -389,10 +389,11 @@ class Executor:
                             progress=progress, lanes=self._lanes)
             if frames < seg.frames:
                 writer.abort()
-                at = seg.start + frames
-                raise MediaError(f"target {plan.target} ends at frame {at} of {plan.total} "
-                                 f"(file truncated?){_decoder_note(reader)}; allow_partial=true "
-                                 f"renders the readable part")
+                # the probe found every packet inside the file (a file that ends early is caught
+                # by the plan, where allow_partial can cut it): the data of some is damaged
+                raise MediaError(f"target {plan.target}: frames {seg.start}-{seg.end - 1} decode to "
+                                 f"{frames} frames of {seg.frames}: the file is damaged there"
+                                 f"{_decoder_note(reader)}")
             writer.close()
         errors = _decoder_note(reader)
         if errors:

@@ -233,6 +233,31 @@ def test_allow_partial_renders_the_readable_part(workdir, standin_models, trunca
     assert p.audio_duration == pytest.approx(p.frames / 25, abs=0.05)
 
 
+def test_damaged_data_inside_the_file_is_not_called_a_truncation(workdir, standin_models, tmp_path):
+    """One packet of a clip's video made unreadable (its first NAL unit's length set to 2^32-1):
+    every packet is inside the file, one does not decode. Exit 3 naming the segment's frames and
+    the decoder's complaint; it was "ends at frame N (file truncated?) ... allow_partial=true
+    renders the readable part", which it did not."""
+    silent = mf.make_clip(tmp_path / "silent.mp4", width=640, height=360, seconds=4.0, audio=False)
+    packets = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                              "packet=pos", "-of", "csv=p=0", str(silent.path)],
+                             capture_output=True, text=True, check=True).stdout.split()
+    data = bytearray(silent.path.read_bytes())
+    at = int(packets[90])     # in the last segment (75-99), where the frames fall short
+    data[at:at + 4] = b"\xff\xff\xff\xff"
+    bad = tmp_path / "damaged.mp4"
+    bad.write_bytes(bytes(data))
+    out = workdir / "out" / "damaged.mp4"
+    r = run_cli(*render_args(workdir, standin_models, bad, out, "progress=off"))
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert re.search(r"frames 75-99 decode to 24 frames of 25: the file is damaged there "
+                     r"\(decoder: .*Invalid data", lines[0]), lines[0]
+    assert "truncated" not in lines[0] and "allow_partial" not in lines[0]
+    assert not out.exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None,
                     reason="mounting a small tmpfs needs root")
 def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_models, clip, tmp_path):

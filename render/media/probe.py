@@ -94,6 +94,7 @@ class MediaInfo:
 
 _GENERIC_PREFIXES = (
     "conversion failed",
+    "last message repeated",    # ffmpeg's log de-duplication: the line before says what
     "exiting normally",
     "error initializing output stream",
     "could not write header for output file",
