@@ -523,7 +523,14 @@ class Executor:
         try:
             streams = count_streams(path, decode_keyframes=True)
         except MediaError as exc:
-            raise RenderFailed(f"assembled {name} is unreadable: {exc}") from None
+            why = str(exc).replace(f" {path}:", "")     # the temp name means nothing to a user
+            try:        # streams copied from a target that does not decode cleanly itself
+                count_streams(Path(plan.target), decode_keyframes=True)
+            except MediaError as bad:
+                raise MediaError(f"assembled {name} does not decode ({why}), nor does its target "
+                                 f"{plan.target} ({str(bad).replace(f' {plan.target}:', '')}): "
+                                 f"the target is damaged") from None
+            raise RenderFailed(f"assembled {name} is unreadable: {why}") from None
         video = [s for s in streams if s.kind == "video"]
         audio = [s for s in streams if s.kind == "audio"]
         if len(video) != 1 or video[0].packets != exp.frames:

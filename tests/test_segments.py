@@ -233,6 +233,25 @@ def test_allow_partial_renders_the_readable_part(workdir, standin_models, trunca
     assert p.audio_duration == pytest.approx(p.frames / 25, abs=0.05)
 
 
+def test_damaged_audio_in_the_target_is_named_as_the_cause(workdir, standin_models, clip, tmp_path):
+    """20 kB of noise in the middle of the clip: the video decodes (with warnings), the audio,
+    copied as it is, does not, so the output fails its final check. Exit 3 naming the target as
+    damaged; it was exit 5 'assembled X is unreadable: cannot decode <a temp file's path>'."""
+    import random
+
+    data = bytearray(clip.path.read_bytes())
+    at = len(data) // 2
+    data[at:at + 20000] = random.Random(0).randbytes(20000)
+    bad = tmp_path / "noisy.mp4"
+    bad.write_bytes(bytes(data))
+    out = workdir / "out" / "noisy.mp4"
+    r = run_cli(*render_args(workdir, standin_models, bad, out, "progress=off"))
+    assert r.returncode == 3, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert f"assembled noisy.mp4 does not decode" in last and f"nor does its target {bad}" in last, last
+    assert ".render-" not in last and not out.exists()
+
+
 def test_damaged_data_inside_the_file_is_not_called_a_truncation(workdir, standin_models, tmp_path):
     """One packet of a clip's video made unreadable (its first NAL unit's length set to 2^32-1):
     every packet is inside the file, one does not decode. Exit 3 naming the segment's frames and
