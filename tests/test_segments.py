@@ -248,7 +248,7 @@ def test_damaged_audio_in_the_target_is_named_as_the_cause(workdir, standin_mode
     r = run_cli(*render_args(workdir, standin_models, bad, out, "progress=off"))
     assert r.returncode == 3, r.stderr
     last = r.stderr.strip().splitlines()[-1]
-    assert f"assembled noisy.mp4 does not decode" in last and f"nor does its target {bad}" in last, last
+    assert "assembled noisy.mp4 does not decode" in last and f"nor does its target {bad}" in last, last
     assert ".render-" not in last and not out.exists()
 
 
