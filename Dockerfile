@@ -105,7 +105,7 @@ ARG BASE_IMAGE
 LABEL io.render.stage=models io.render.base="$BASE_IMAGE"
 
 COPY --from=deps /opt/render/venv /opt/render/venv
-COPY render/__init__.py render/__main__.py render/cli.py render/config.py render/errors.py render/files.py \
+COPY render/__init__.py render/__main__.py render/cli.py render/config.py render/errors.py render/files.py render/interrupts.py \
     /opt/render/app/render/
 COPY render/models/ /opt/render/app/render/models/
 COPY profiles/ /opt/render/app/profiles/
