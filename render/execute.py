@@ -524,8 +524,11 @@ class Executor:
             streams = count_streams(path, decode_keyframes=True)
         except MediaError as exc:
             why = str(exc).replace(f" {path}:", "")     # the temp name means nothing to a user
-            try:        # streams copied from a target that does not decode cleanly itself
-                count_streams(Path(plan.target), decode_keyframes=True)
+            mux = plan.assembly.mux if plan.assembly else ()
+            copied = any(a.startswith("-c:a") and b == "copy" for a, b in zip(mux, mux[1:]))
+            try:        # audio copied as it is from a target that does not decode cleanly itself
+                if copied:
+                    count_streams(Path(plan.target), decode_keyframes=True)
             except MediaError as bad:
                 raise MediaError(f"assembled {name} does not decode ({why}), nor does its target "
                                  f"{plan.target} ({str(bad).replace(f' {plan.target}:', '')}): "

@@ -52,8 +52,9 @@ def guarded() -> Iterator[None]:
     finally:
         _guards -= 1
         if not _guards:
-            _holding = False
-            signum = _pending.pop() if _pending else None
+            # no call between these: Python runs signal handlers only at calls and backward jumps
+            signum, _holding = (_pending[0] if _pending else None), False
+            del _pending[:]
             if signum is not None and not failed:
                 if signum == signal.SIGTERM:
                     raise Interrupted("terminated")

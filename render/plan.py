@@ -217,6 +217,7 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
     legal = CODECS[family]
     enc = cfg.encode
     codec, crf, preset = enc.codec, enc.crf, enc.preset
+    _check_preset(codec, preset)      # the same answer with or without NVENC here
     if codec in SOFTWARE_FALLBACK and not (hw or {}).get(codec, False):
         codec = SOFTWARE_FALLBACK[codec]      # the caller said so in one log line
         if preset and preset not in PRESETS[codec]:   # nvenc's own (p1..p7, hq, ll...)
@@ -400,8 +401,8 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         audio = ffargs.audio_span(info, output, trim)
         if audio.copied:
             audio_duration = max((a.duration or 0.0) for a in info.audio) or None
-        else:
-            audio_duration = audio.duration if audio.duration is not None else span
+        else:           # cut and padded to the video's span: as long as its frames
+            audio_duration = span
     expect = Expect(frames=n, duration=round(span, 6), frame_interval=1 / float(fps),
                     audio=len(info.audio), audio_duration=audio_duration)
     return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="video", target=str(target),

@@ -32,6 +32,7 @@ from typing import IO, Any, Mapping, Sequence
 
 import yaml
 
+from . import interrupts
 from .config import SCHEMA, load_config, parse_overrides
 from .errors import Interrupted, RenderError, UsageError
 from .execute import Stopped
@@ -156,6 +157,8 @@ class Worker:
         """Between segments: finish the segment, then requeue. Before any segment started (e.g.
         waiting for the GPU): stop at once."""
         self.terminating = True
+        if interrupts.deferred(signum):   # an output being committed: raised after its report
+            return
         if not self.rendering:
             raise Interrupted("terminated")
 

@@ -234,14 +234,19 @@ def test_allow_partial_renders_the_readable_part(workdir, standin_models, trunca
 
 
 def test_damaged_audio_in_the_target_is_named_as_the_cause(workdir, standin_models, clip, tmp_path):
-    """20 kB of noise in the middle of the clip: the video decodes (with warnings), the audio,
-    copied as it is, does not, so the output fails its final check. Exit 3 naming the target as
-    damaged; it was exit 5 'assembled X is unreadable: cannot decode <a temp file's path>'."""
+    """Noise over a dozen of the clip's audio packets: the video decodes, the audio, copied as it
+    is, does not, so the output fails its final check. Exit 3 naming the target as damaged; it was
+    exit 5 'assembled X is unreadable: cannot decode <a temp file's path>'."""
     import random
 
+    packets = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
+                              "packet=pos,size", "-of", "csv=p=0", str(clip.path)],
+                             capture_output=True, text=True, check=True).stdout.split()
     data = bytearray(clip.path.read_bytes())
-    at = len(data) // 2
-    data[at:at + 20000] = random.Random(0).randbytes(20000)
+    noise = random.Random(0)
+    for line in packets[100:112]:
+        size, pos = (int(v) for v in line.split(","))   # ffprobe prints its own field order
+        data[pos:pos + size] = noise.randbytes(size)
     bad = tmp_path / "noisy.mp4"
     bad.write_bytes(bytes(data))
     out = workdir / "out" / "noisy.mp4"
