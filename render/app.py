@@ -121,9 +121,9 @@ def plan_jobs(cfg: Config) -> list[Job]:
         if out_dir is None:
             raise UsageError("no output given: output=PATH (or output_dir=DIR)")
         outputs = [out_dir / _output_name(t) for t in targets]
-    inputs = {"source image": source}
+    inputs = {"the source image": source}
     if cfg.select.reference:
-        inputs["reference image"] = Path(cfg.select.reference)
+        inputs["the reference image"] = Path(cfg.select.reference)
     jobs = []
     for t, o in zip(targets, outputs):
         if o.suffix.lower() not in OUTPUT_EXTS:
@@ -132,11 +132,10 @@ def plan_jobs(cfg: Config) -> list[Job]:
         if (o.suffix.lower() in IMAGE_EXTS) != (t.suffix.lower() in IMAGE_EXTS):
             kinds = ("an image", "a video") if o.suffix.lower() in IMAGE_EXTS else ("a video", "an image")
             raise UsageError(f"output {o} is {kinds[0]} but target {t} is {kinds[1]}")
-        if o.resolve() == t.resolve():
-            raise UsageError(f"output {o} would overwrite its target")
-        for what, path in inputs.items():
-            if o.resolve() == path.resolve():
-                raise UsageError(f"output {o} would overwrite the {what}")
+        written = o.resolve()
+        for what, path in {"its target": t, **inputs}.items():
+            if written == path.resolve():
+                raise UsageError(f"output {o} would overwrite {what}")
         if o.is_dir():
             raise UsageError(f"output {o} is a folder: give the file to write (or output_dir=)")
         _check_writable(o.parent)

@@ -523,7 +523,7 @@ class Executor:
         try:
             streams = count_streams(path, decode_keyframes=True)
         except MediaError as exc:
-            why = str(exc).replace(f" {path}:", "")     # the temp name means nothing to a user
+            why = _complaint(exc, path)     # the temp name means nothing to a user
             mux = plan.assembly.mux if plan.assembly else ()
             copied = any(a.startswith("-c:a") and b == "copy" for a, b in zip(mux, mux[1:]))
             try:        # audio copied as it is from a target that does not decode cleanly itself
@@ -531,7 +531,7 @@ class Executor:
                     count_streams(Path(plan.target), decode_keyframes=True)
             except MediaError as bad:
                 raise MediaError(f"assembled {name} does not decode ({why}), nor does its target "
-                                 f"{plan.target} ({str(bad).replace(f' {plan.target}:', '')}): "
+                                 f"{plan.target} ({_complaint(bad, plan.target)}): "
                                  f"the target is damaged") from None
             raise RenderFailed(f"assembled {name} is unreadable: {why}") from None
         video = [s for s in streams if s.kind == "video"]
@@ -551,6 +551,11 @@ class Executor:
                     raise RenderFailed(f"assembled {name}: audio lasts {a.duration} s, "
                                        f"{exp.audio_duration:.3f} s expected")
         return streams
+
+
+def _complaint(exc: MediaError, path: str | Path) -> str:
+    """ffprobe's complaint about ``path`` without the path (``cannot decode PATH: why``)."""
+    return str(exc).replace(f" {path}:", "")
 
 
 def _decoder_note(reader: FrameReader) -> str:

@@ -200,6 +200,8 @@ PRESETS = {
 }
 PRESETS["libx265"] = PRESETS["libx264"]
 PRESETS["hevc_nvenc"] = PRESETS["h264_nvenc"]
+
+
 def _check_preset(codec: str, preset: str | None) -> None:
     known = PRESETS.get(codec)
     if preset and known is not None and preset not in known:
@@ -231,7 +233,6 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
             crf = _vp9_crf(enc.crf)
         if codec == "libvpx-vp9" and "encode.preset" not in cfg.explicit:
             preset = "good"
-    _check_preset(codec, preset)
     extra: tuple[str, ...] = ()
     if codec == "libvpx-vp9":
         # row-based multithreading with fixed tile columns: the bitstream does not depend on the
