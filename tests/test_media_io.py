@@ -480,5 +480,12 @@ def test_mp4_index_counts_the_samples_on_disk(media, tmp_path):
     ff("-i", media["c25"], "-an", "-c", "copy", tail)
     tail.write_bytes(tail.read_bytes()[:len(data) // 2])
     assert mp4index.sample_count(tail) is None
-    assert mp4index.sample_count(media["c25"]) is None      # two tracks: not a segment
+    # with its audio track (a one-segment plan's finished file): the video track's samples
+    both = tmp_path / "both.mov"
+    ff("-i", media["c25"], "-c", "copy", "-movflags", "+faststart", "-f", "mov", both)
+    assert len(count_streams(both)) == 2
+    assert mp4index.sample_count(both) == packets
+    two = tmp_path / "two.mp4"                       # two video tracks: which one? ffprobe's job
+    ff("-i", media["c25"], "-i", media["c25"], "-map", "0:v", "-map", "1:v", "-c", "copy", two)
+    assert mp4index.sample_count(two) is None
     assert mp4index.sample_count(media["flac"]) is None     # not an MP4 at all

@@ -1,11 +1,12 @@
-"""Frames of a single-track MP4 counted from its index, in-process.
+"""Frames of an MP4's video track counted from its index, in-process.
 
-A committed segment must hold exactly the frames the renderer wrote. For the MP4 segments our own
-encoder writes (one video track, ``moov`` + one ``mdat``), the index says how many samples there
-are and where each lies; checking that every sample lies inside the ``mdat`` that is really on disk
-is what ``ffprobe -count_packets`` checks by reading the packets, without starting a process
-(about 0.1 s each, per segment). Anything this reader does not know (fragmented MP4, several
-tracks, 64-bit sizes it cannot trust) returns None, and the caller asks ffprobe.
+A committed segment must hold exactly the frames the renderer wrote. For the MP4/MOV segments our
+own encoder writes (one video track, the audio tracks of a one-segment plan, ``moov`` + one
+``mdat``), the index says how many samples there are and where each lies; checking that every
+sample lies inside the ``mdat`` that is really on disk is what ``ffprobe -count_packets`` checks by
+reading the packets, without starting a process (about 0.1 s each, per segment). Anything this
+reader does not know (fragmented MP4, no or several video tracks, 64-bit sizes it cannot trust)
+returns None, and the caller asks ffprobe.
 """
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ def _table(fh: BinaryIO, start: int, end: int, count: int, fmt: str) -> list:
 
 
 def sample_count(path: str | os.PathLike) -> int | None:
-    """Samples of the only track of ``path`` whose bytes lie inside the file's ``mdat``; None
-    when the file is not an MP4 this reader understands (ask ffprobe then)."""
+    """Samples of the only video track of ``path`` whose bytes lie inside the file's ``mdat``;
+    None when the file is not an MP4 this reader understands (ask ffprobe then)."""
     try:
         with open(path, "rb") as fh:
             file_end = os.fstat(fh.fileno()).st_size
@@ -62,9 +63,10 @@ def sample_count(path: str | os.PathLike) -> int | None:
             if b"moof" in top or b"moov" not in top or b"mdat" not in top:
                 return None
             traks = [(a, b) for kind, a, b in _boxes(fh, *top[b"moov"]) if kind == b"trak"]
-            if len(traks) != 1:
+            video = [t for t in traks if _handler(fh, t) == b"vide"]
+            if len(video) != 1:
                 return None
-            stbl = _find(fh, traks[0], (b"mdia", b"minf", b"stbl"))
+            stbl = _find(fh, video[0], (b"mdia", b"minf", b"stbl"))
             if stbl is None:
                 return None
             boxes = {kind: (a, b) for kind, a, b in _boxes(fh, *stbl)}
@@ -114,3 +116,13 @@ def _find(fh: BinaryIO, box: tuple[int, int], path: tuple[bytes, ...]) -> tuple[
             return None
         a, b = found
     return a, b
+
+
+def _handler(fh: BinaryIO, trak: tuple[int, int]) -> bytes | None:
+    """The handler type of a track (``vide``, ``soun`` ...): mdia/hdlr, after version, flags and
+    pre_defined."""
+    hdlr = _find(fh, trak, (b"mdia", b"hdlr"))
+    if hdlr is None or hdlr[1] - hdlr[0] < 12:
+        return None
+    fh.seek(hdlr[0] + 8)
+    return fh.read(4)
