@@ -88,6 +88,7 @@ Order matters: the tag must be written before signing (the manifest hashes the f
 from __future__ import annotations
 
 import datetime
+import errno
 import hashlib
 import hmac
 import html
@@ -96,6 +97,7 @@ import logging
 import mmap
 import os
 import re
+import shutil
 import stat
 import struct
 import subprocess
@@ -841,6 +843,8 @@ def sign(path: Path, *, version: str, key_dir: Path, cert: Path | None = None,
     except c2pa.C2paError as exc:
         if isinstance(exc, c2pa.C2paError.Signature):
             raise _key_error(creds, cert, exc) from None
+        if _out_of_space(path):     # c2pa-rs names a failed write only by its own terms
+            raise MarkError(f"cannot write the signed {path}: {os.strerror(errno.ENOSPC)}") from None
         raise MarkError(f"C2PA signing of {path} failed: {exc}") from None
     except OSError as exc:
         raise MarkError(f"cannot write the signed {path}: {exc.strerror or exc}") from None
@@ -848,6 +852,14 @@ def sign(path: Path, *, version: str, key_dir: Path, cert: Path | None = None,
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
     return SignResult(path, mime, creds.fingerprint, local, len(manifest), label, deterministic)
+
+
+def _out_of_space(path: Path) -> bool:
+    """Whether the filesystem of ``path`` lacks room for another copy of it (the signed file)."""
+    try:
+        return shutil.disk_usage(path.parent).free < path.stat().st_size
+    except OSError:
+        return False
 
 
 def read_manifest(path: Path) -> ManifestInfo:
