@@ -444,8 +444,8 @@ def run_worker(overrides: dict[str, str], env: Env, out_dir: Path, target: Path,
 # ---------------------------------------------------------------------------------- ffmpeg floor
 def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[list[str], list[str]]:
     """The render's own plan (one segment: the whole clip) gives the decoder and the encoder
-    settings; the floor encodes in one pass with the audio, as a render's segment plus its
-    assembly would."""
+    settings; the floor encodes in one pass with the audio, with the arguments the render's own
+    encoder gets for a plan of one segment (less the synthetic-media tags)."""
     from render.config import load_config
     from render.media import args as ffargs
     from render.media.probe import ffmpeg_version, frame_times, probe

@@ -5,7 +5,9 @@ segments. A segment is encoded under a temp name, flushed, its frame count verif
 written to a sidecar ``seg-NNNN.EXT.json`` (temp-then-rename) and only then renamed to its final
 name: a segment whose final name exists and whose bytes match its sidecar is committed, nothing
 else is trusted. Assembly joins the segments (stream copy), muxes the audio once, verifies the
-result and renames it over the output; an existing output is replaced by a verified file only.
+result and renames it over the output; an existing output is replaced by a verified file only. A
+plan of one segment encodes the finished file in that segment's pass (audio, tags, muxer): its
+assembly only marks, verifies and moves a hard link of it.
 
 Who runs which segments is the only difference between a render (all), a resumed render (the
 missing ones) and a shard of a cluster job (its own): the bytes depend on the plan alone.
@@ -211,7 +213,7 @@ class WorkFolder:
         """Verify the frame count of ``tmp``, record its hash, rename it to its final name."""
         _fsync_file(tmp)
         # the MP4 index read in-process (no ffprobe start per segment); ffprobe for anything else
-        got = mp4index.sample_count(tmp) if tmp.suffix == ".mp4" else None
+        got = mp4index.sample_count(tmp) if tmp.suffix.lower() in (".mp4", ".m4v", ".mov") else None
         if got is None:
             video = [s for s in count_streams(tmp) if s.kind == "video"]
             got = video[0].packets if len(video) == 1 else 0
@@ -481,16 +483,18 @@ class Executor:
         work = self.work.path
         took = result.overhead
         t0 = time.perf_counter()
-        write_atomic(work / "concat.txt", asm.concat.encode())
         what = f"assembling {out.name}"
-        if asm.join:
-            write_atomic(work / "timestamps.txt", asm.timestamps.encode())
-            run_tool(asm.join, what)
-            run_tool(asm.retime, what, ok=(0, 1))     # mkvmerge: 1 = warnings only
         tmp = work / f"{out.stem}.tmp-{_me()}{out.suffix}"
-        mux = list(asm.mux[:-1]) + [str(tmp)]
         try:
-            run_tool(mux, what)
+            if asm.mux:
+                write_atomic(work / "concat.txt", asm.concat.encode())
+                if asm.join:
+                    write_atomic(work / "timestamps.txt", asm.timestamps.encode())
+                    run_tool(asm.join, what)
+                    run_tool(asm.retime, what, ok=(0, 1))     # mkvmerge: 1 = warnings only
+                run_tool(list(asm.mux[:-1]) + [str(tmp)], what)
+            else:       # the only segment is the finished file: the committed one stays as it is
+                _link_or_copy(self.work.final(plan.segments[0]), tmp)
             t1 = time.perf_counter()
             self.before_commit(tmp)
             t2 = time.perf_counter()
@@ -524,7 +528,7 @@ class Executor:
             streams = count_streams(path, decode_keyframes=True)
         except MediaError as exc:
             why = _complaint(exc, path)     # the temp name means nothing to a user
-            mux = plan.assembly.mux if plan.assembly else ()
+            mux = plan.final_mux
             copied = any(a.startswith("-c:a") and b == "copy" for a, b in zip(mux, mux[1:]))
             try:        # audio copied as it is from a target that does not decode cleanly itself
                 if copied:
@@ -551,6 +555,22 @@ class Executor:
                     raise RenderFailed(f"assembled {name}: audio lasts {a.duration} s, "
                                        f"{exp.audio_duration:.3f} s expected")
         return streams
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` with the bytes of ``src``: a hard link where the filesystem has them (marking
+    replaces ``dst`` by a new file, never writes into it), else a copy."""
+    try:
+        os.link(src, dst)
+        return
+    except FileExistsError:
+        _unlink(dst)
+    except OSError as exc:
+        log.debug("no hard link %s -> %s (%s): copying", src.name, dst.name, exc.strerror or exc)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def _complaint(exc: MediaError, path: str | Path) -> str:

@@ -25,7 +25,7 @@ from .errors import MediaError, UsageError
 from .media import args as ffargs
 from .media.probe import FrameTimes, MediaInfo
 
-PLAN_SCHEMA = 1
+PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (AssemblyPlan.mux empty)
 
 #: encoder threads when ``encode.threads=0``: pinned, because x264/x265/vpx output depends on the
 #: thread count, and the bytes must not depend on the machine's cores
@@ -80,6 +80,10 @@ class SegmentPlan:
 
 @dataclass(frozen=True)
 class AssemblyPlan:
+    """How the committed segments become the output. ``mux`` empty: the plan's only segment was
+    encoded with the audio, the tags and the output's muxer (its encode arguments are the final
+    mux); assembling it verifies, marks and moves it (a hard link of it, or a copy)."""
+
     concat: str                      # the concat demuxer's list file
     mux: tuple[str, ...]             # joins + muxes the audio once; LAST argument: the output file
     join: tuple[str, ...] = ()       # VFR only: segments → one Matroska file (video.mkv) ...
@@ -128,6 +132,14 @@ class RenderPlan:
     @property
     def frames(self) -> int:
         return self.end - self.start
+
+    @property
+    def final_mux(self) -> tuple[str, ...]:
+        """The arguments of the ffmpeg that writes the output's audio: the assembly's mux, or the
+        only segment's encoder where that one writes the finished file."""
+        if self.assembly is None or not self.assembly.mux:
+            return self.segments[0].encode if self.segments else ()
+        return self.assembly.mux
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -352,19 +364,8 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     key = job_key(cfg, identity, {**enc, "hwaccel": hwaccel})
     work = work_dir_for(output, key)
     fps = Fraction(info.fps)
-    seg_ext = ffargs.SEGMENT_MUXERS[family][1]
     length = max(1, round(cfg.segment.seconds * float(fps)))
-    segments = []
-    for i, (a, b) in enumerate(segment_bounds(start, end, length, cfg.detect.every)):
-        # seek halfway between the frame before and the first frame: robust to timestamp rounding
-        seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
-        name = f"seg-{i:04d}{seg_ext}"
-        decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
-                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel)
-        encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
-                                            height=height, fps=fps, video=video,
-                                            legacy_vsync=legacy_vsync)
-        segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode)))
+    bounds = segment_bounds(start, end, length, cfg.detect.every)
 
     # the audio span of frames [start, end), in seconds from the container's start
     n = end - start
@@ -379,10 +380,34 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     trim = (round(a_start, 6), round(a_start + span, 6)) if cut else None
     if trim is not None and start == 0:
         trim = (0.0, trim[1])
+
+    # one segment of a constant frame rate is encoded with the audio, the tags and the final muxer
+    # in one pass: the finished file, which the assembly only verifies, marks and moves
+    whole = len(bounds) == 1 and times.cfr
+    seg_ext = output.suffix if whole else ffargs.SEGMENT_MUXERS[family][1]
+    segments = []
+    for i, (a, b) in enumerate(bounds):
+        # seek halfway between the frame before and the first frame: robust to timestamp rounding
+        seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
+        name = f"seg-{i:04d}{seg_ext}"
+        decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
+                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel)
+        if whole:
+            encode = ffargs.encode_args(info, work / name, width=width, height=height, fps=fps,
+                                        video=video, trim=trim, legacy_vsync=legacy_vsync,
+                                        final_name=output.name, metadata=metadata)
+        else:
+            encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
+                                                height=height, fps=fps, video=video,
+                                                legacy_vsync=legacy_vsync)
+        segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode)))
+
     names = [s.name for s in segments]
     concat = ffargs.concat_list(names)
     concat_path = work / "concat.txt"
-    if times.cfr:
+    if whole:
+        assembly = AssemblyPlan(concat=concat, mux=())
+    elif times.cfr:
         mux = ffargs.assemble_args(info, concat_path, output, final_name=output.name, concat=True,
                                    trim=trim, metadata=metadata)
         assembly = AssemblyPlan(concat=concat, mux=tuple(mux))

@@ -82,7 +82,7 @@ def test_seek_is_measured_from_the_container_start():
 
 
 def test_segment_encode_is_video_only_with_pinned_threads():
-    p = plan()
+    p = plan({"segment.seconds": "4"})
     enc = list(p.segments[0].encode)
     assert enc[-1].endswith("/seg-0000.mp4") and ("-f", "mp4") in pairs(enc)
     assert "-an" in enc and "-i" in enc and enc.count("-i") == 1 and "pipe:0" in enc
@@ -90,6 +90,34 @@ def test_segment_encode_is_video_only_with_pinned_threads():
     assert ("-c:v", "libx264") in pairs(enc) and ("-crf", "20") in pairs(enc)
     assert ("-flags:v", "+cgop") in pairs(enc)
     assert ("-threads", "3") in pairs(plan({"encode.threads": "3"}).segments[0].encode)
+
+
+def test_one_segment_is_encoded_as_the_finished_file():
+    """A plan of one segment (constant frame rate) encodes the audio, the tags and the output's
+    muxer in the segment's one pass; the assembly has nothing to mux."""
+    cfg = load_config({"profile": "low"}, env={})
+    p = plan_render(cfg, source=Path("/in/face.jpg"), target=Path("/in/clip.mp4"),
+                    output=Path("/out/clip.mov"), info=info(), times=cfr(250), identity=IDENT,
+                    metadata=[("comment", "synthetic")])
+    (seg,) = p.segments
+    enc = list(seg.encode)
+    assert seg.name == "seg-0000.mov" and enc[-1].endswith("/seg-0000.mov")
+    assert enc.count("-i") == 2 and "pipe:0" in enc and "/in/clip.mp4" in enc and "-an" not in enc
+    assert ("-map", "0:v:0") in pairs(enc) and ("-map", "1:1") in pairs(enc)
+    assert ("-c:a:0", "copy") in pairs(enc) and ("-metadata", "comment=synthetic") in pairs(enc)
+    assert ("-movflags", "+faststart") in pairs(enc) and enc[-3:-1] == ["-f", "mov"]
+    assert ("-threads", str(PINNED_ENCODE_THREADS)) in pairs(enc)
+    assert p.assembly.mux == () and p.final_mux == seg.encode
+    assert p.expect.audio == 1 and p.expect.audio_duration == 10.0
+    assert RenderPlan.from_json(p.to_json()) == p
+    # cut by a trim: the audio too, encoded once, in the same pass
+    t = plan({"trim": "30f-80f"})
+    enc = list(t.segments[0].encode)
+    assert len(t.segments) == 1 and t.assembly.mux == ()
+    assert ("-ss", "1.2") in pairs(enc) and ("-t", "2") in pairs(enc) and ("-c:a:0", "aac") in pairs(enc)
+    # more than one segment: video-only segments, muxed once
+    m = plan({"segment.seconds": "4"})
+    assert all("-an" in s.encode for s in m.segments) and m.final_mux == m.assembly.mux
 
 
 def test_assembly_concats_with_stream_copy_and_muxes_the_audio_once():
@@ -147,11 +175,14 @@ def test_truncated_target_is_an_error_unless_allow_partial():
 
 
 def test_webm_gets_vp9_unless_the_user_forced_another_codec():
-    p = plan(output="/out/clip.webm")
+    p = plan({"segment.seconds": "4"}, output="/out/clip.webm")
     enc = list(p.segments[0].encode)
     assert ("-c:v", "libvpx-vp9") in pairs(enc) and ("-f", "matroska") in pairs(enc)
     assert p.segments[0].name.endswith(".mkv")
     assert ("-c:a:0", "libopus") in pairs(list(p.assembly.mux))
+    one = list(plan(output="/out/clip.webm").segments[0].encode)    # one segment: the final file
+    assert ("-c:v", "libvpx-vp9") in pairs(one) and ("-f", "webm") in pairs(one)
+    assert ("-c:a:0", "libopus") in pairs(one)
     with pytest.raises(UsageError, match="cannot go into .webm"):
         plan({"encode.codec": "libx264"}, output="/out/clip.webm")
 

@@ -284,7 +284,9 @@ def test_damaged_data_inside_the_file_is_not_called_a_truncation(workdir, standi
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None,
                     reason="mounting a small tmpfs needs root")
-def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_models, clip, tmp_path):
+@pytest.mark.parametrize("seconds", ["1", "60"], ids=["segments", "one-segment"])
+def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_models, clip, tmp_path,
+                                                             seconds):
     # a first render elsewhere tells the size of one output
     probe_out = workdir / "out" / "size.mp4"
     r = run_cli(*render_args(workdir, standin_models, clip.path, probe_out))
@@ -303,8 +305,9 @@ def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_mo
         shutil.copyfile(probe_out, out)
         before = sha(out)
         r = run_cli(*render_args(workdir, standin_models, clip.path, out, "mask.padding=0.05",
-                                 "progress=off"))
+                                 "progress=off", f"segment.seconds={seconds}"))
         assert r.returncode != 0, "a render on a full disk succeeded?"
+        assert "No space left on device" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert sha(out) == before, "the existing output was touched"
         assert visible(disk) == ["clip.mp4"]
@@ -312,6 +315,24 @@ def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_mo
             assert not [p for p in w.iterdir() if p.name.startswith("clip")], list(w.iterdir())
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_the_finished_segment_is_copied_where_there_are_no_hard_links(tmp_path, monkeypatch):
+    from render import execute
+
+    src, dst = tmp_path / "seg-0000.mp4", tmp_path / "out.tmp-h-1.mp4"
+    src.write_bytes(b"finished file")
+    execute._link_or_copy(src, dst)
+    assert dst.read_bytes() == b"finished file" and os.path.samefile(src, dst)
+    execute._link_or_copy(src, dst)            # a temp left by this process: replaced
+    assert os.path.samefile(src, dst)
+    dst.unlink()
+
+    def no_links(a, b):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(execute.os, "link", no_links)
+    execute._link_or_copy(src, dst)
+    assert dst.read_bytes() == b"finished file" and not os.path.samefile(src, dst)
 
 
 # -- timing and containers ------------------------------------------------------------------------

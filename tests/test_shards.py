@@ -95,3 +95,38 @@ def test_shard_index_needs_a_source(workdir, standin_models, clip):
     assert r.returncode == 2 and "outside 0..3" in r.stderr
     r = run_cli(*keys(workdir, standin_models, clip, out), "shard=x")
     assert r.returncode == 2 and "expected I/N" in r.stderr
+
+
+def test_one_segment_is_the_finished_file_linked_into_place(workdir, standin_models, clip, signing):
+    """A plan of one segment encodes the finished file in the segment's pass (audio, tags, the
+    output's muxer): shard 1 of 2 has nothing to do, the assembly in another process links it into
+    place, and the bytes are those of one process; the committed segment stays until then."""
+    d1 = workdir / "one"
+    (d1 / "in").mkdir(parents=True)
+    mf.make_source_image(d1 / "in" / "source.jpg")
+    whole = d1 / "out" / "clip.mp4"
+    r = run_cli(*keys(d1, standin_models, clip, whole, "segment.seconds=10", signing=signing))
+    assert r.returncode == 0, r.stderr
+
+    out = workdir / "out" / "clip.mp4"
+    k = keys(workdir, standin_models, clip, out, "segment.seconds=10", signing=signing)
+    assert run_cli(*k, "shard=1/2").returncode == 0
+    assert run_cli(*k, "shard=0/2").returncode == 0 and not out.exists()
+    (work,) = [p for p in out.parent.iterdir() if ".render-" in p.name]
+    (seg,) = work.glob("seg-*.mp4")
+    kinds = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type",
+                            "-of", "csv=p=0", str(seg)], capture_output=True, text=True).stdout.split()
+    assert kinds == ["video", "audio"]
+    seg_sha = sha(seg)
+    r = run_cli("assemble", *k)
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == sha(whole) != seg_sha          # signed: the C2PA manifest added
+    assert not work.exists()
+    # unmarked, the output is the segment's very bytes
+    plain = workdir / "out" / "plain.mp4"
+    k = keys(workdir, standin_models, clip, plain, "segment.seconds=10", "mark.enabled=false")
+    assert run_cli(*k, "shard=0/1").returncode == 0
+    (seg,) = [p for p in plain.parent.iterdir() if ".plain.mp4.render-" in p.name][0].glob("seg-*.mp4")
+    seg_sha = sha(seg)
+    assert run_cli("assemble", *k).returncode == 0
+    assert sha(plain) == seg_sha

@@ -417,8 +417,10 @@ _BITEXACT = ["-fflags", "+bitexact", "-flags:v", "+bitexact"]
 
 def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, height: int, fps: Fraction,
                 video: EncodeSettings, trim: tuple[float, float | None] | None = None,
-                legacy_vsync: bool = False) -> list[str]:
-    """ffmpeg argv: raw bgr24 frames on stdin + the target's audio, one pass, into ``out_path``.
+                legacy_vsync: bool = False, final_name: str | None = None,
+                metadata: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """ffmpeg argv: raw bgr24 frames on stdin + the target's audio, one pass, into ``out_path``
+    (the LAST argument). A plan of one segment encodes it so (see :func:`plan.plan_render`).
 
     - input 0: ``-f rawvideo -pix_fmt bgr24 -video_size WxH -framerate FPS -i pipe:0``
     - input 1 (only when the target has audio): the target itself, with the same trim as input
@@ -428,12 +430,15 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
       cut (input ``-t``) and padded (``apad=whole_dur``) to exactly the video's span. ``-shortest``
       is used only when that span is unknown, and then after ``apad`` (endless audio), so that it
       can only ever end the file at the video's last frame, never cut the video.
-    - the muxer is given by ``-f`` from the FINAL extension (``clip.mp4.part-7`` -> mp4).
+    - the muxer is given by ``-f`` from the FINAL extension (``clip.mp4.part-7`` -> mp4), or
+      from ``final_name`` when given (a temp name in the work folder).
     - odd sizes with a subsampled pix_fmt (yuv420p) are cropped by one pixel to even.
+    - ``metadata``: (key, value) container tags written after every source's metadata is dropped.
     """
-    muxer, family = output_format(out_path)
+    final = final_name if final_name is not None else out_path
+    muxer, family = output_format(final)
     argv = list(BASE) + ["-y"] + _raw_input(width, height, fps)
-    audio = _audio(info, out_path, trim, 1)
+    audio = _audio(info, final, trim, 1)
     argv += audio.inputs
     argv += ["-map", "0:v:0", *SWS_FLAGS] + audio.maps
     argv += _video_encode(info, width, height, video, family, legacy_vsync)
@@ -441,6 +446,8 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
     argv += ["-map_metadata", "-1", "-map_chapters", "-1", *_BITEXACT]
     if info.audio:
         argv += ["-flags:a", "+bitexact"]
+    for key, value in metadata:
+        argv += ["-metadata", f"{key}={value}"]
     if family in ("mp4", "mov"):
         argv += ["-movflags", "+faststart"]
     argv += ["-f", muxer, os.fspath(out_path)]
