@@ -560,16 +560,11 @@ class Executor:
 def _link_or_copy(src: Path, dst: Path) -> None:
     """``dst`` with the bytes of ``src``: a hard link where the filesystem has them (marking
     replaces ``dst`` by a new file, never writes into it), else a copy."""
+    _unlink(dst)        # this process's own temp name: left by an earlier attempt
     try:
         os.link(src, dst)
-        return
-    except FileExistsError:
-        _unlink(dst)
     except OSError as exc:
         log.debug("no hard link %s -> %s (%s): copying", src.name, dst.name, exc.strerror or exc)
-    try:
-        os.link(src, dst)
-    except OSError:
         shutil.copyfile(src, dst)
 
 

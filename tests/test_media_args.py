@@ -137,8 +137,9 @@ def test_encode_video_only():
     assert argv[:5] == HEAD
     assert argv[-3:] == ["-f", "mp4", "/out/clip.mp4.part-42"]
     i = argv.index("pipe:0")
-    assert argv[i - 9:i + 1] == ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", "1920x1080",
-                                  "-framerate", "30000/1001", "-i", "pipe:0"]
+    assert argv[i - 11:i + 1] == ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", "1920x1080",
+                                   "-framerate", "30000/1001", "-thread_queue_size", "2", "-i",
+                                   "pipe:0"]
     assert argv.count("-i") == 1 and ("-map", "0:v:0") in pairs(argv)
     assert "-shortest" not in argv and "-c:a:0" not in argv
     for p in [("-c:v", "libx264"), ("-preset", "medium"), ("-crf", "18"), ("-pix_fmt", "yuv420p"),

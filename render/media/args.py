@@ -387,8 +387,11 @@ def _raw_input(width: int, height: int, fps: Fraction) -> list[str]:
     fps = Fraction(fps)
     if fps <= 0:
         raise UsageError(f"invalid frame rate {fps}")
+    # an input read on its own thread (ffmpeg 5.1 does so once the target's audio is a second
+    # input; 6.0 and later always) queues 8 packets by default: 8 raw frames, 50 MB at 1080p;
+    # the renderer's own frames in flight already keep the encoder fed
     return ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
-            "-framerate", str(fps), "-i", "pipe:0"]
+            "-framerate", str(fps), "-thread_queue_size", str(RAW_INPUT_QUEUE), "-i", "pipe:0"]
 
 
 def _video_encode(info: MediaInfo, width: int, height: int, video: EncodeSettings, family: str,
@@ -413,6 +416,9 @@ def _video_encode(info: MediaInfo, width: int, height: int, video: EncodeSetting
 
 
 _BITEXACT = ["-fflags", "+bitexact", "-flags:v", "+bitexact"]
+
+#: raw frames an encoder's input thread may hold (see _raw_input)
+RAW_INPUT_QUEUE = 2
 
 
 def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, height: int, fps: Fraction,
