@@ -228,6 +228,12 @@ class WorkFolder:
         fsync_dir(str(self.path))
         return record
 
+    def drop(self, seg: SegmentPlan) -> None:
+        """Un-commit ``seg``: a later run renders it again."""
+        _unlink(self.final(seg))
+        _unlink(self.sidecar(seg))
+        fsync_dir(str(self.path))
+
     def remove(self) -> None:
         self.close()
         shutil.rmtree(self.path, ignore_errors=True)
@@ -494,11 +500,16 @@ class Executor:
                     run_tool(asm.retime, what, ok=(0, 1))     # mkvmerge: 1 = warnings only
                 run_tool(list(asm.mux[:-1]) + [str(tmp)], what)
             else:       # the only segment is the finished file: the committed one stays as it is
-                _link_or_copy(self.work.final(plan.segments[0]), tmp)
+                _link_or_copy(self.work.final(plan.segments[0]), tmp, what)
             t1 = time.perf_counter()
             self.before_commit(tmp)
             t2 = time.perf_counter()
-            result.output_streams = self.verify_output(tmp)
+            try:
+                result.output_streams = self.verify_output(tmp)
+            except RenderFailed:
+                if not asm.mux:     # it would fail so on every resume: that segment is not done
+                    self.work.drop(plan.segments[0])
+                raise
             t3 = time.perf_counter()
             _fsync_file(tmp)
             interrupts.hold()     # from here a stop signal waits for the report (interrupts.py)
@@ -557,15 +568,19 @@ class Executor:
         return streams
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _link_or_copy(src: Path, dst: Path, what: str) -> None:
     """``dst`` with the bytes of ``src``: a hard link where the filesystem has them (marking
     replaces ``dst`` by a new file, never writes into it), else a copy."""
     _unlink(dst)        # this process's own temp name: left by an earlier attempt
     try:
         os.link(src, dst)
+        return
     except OSError as exc:
         log.debug("no hard link %s -> %s (%s): copying", src.name, dst.name, exc.strerror or exc)
+    try:
         shutil.copyfile(src, dst)
+    except OSError as exc:
+        raise RenderFailed(f"{what}: cannot copy {src.name}: {exc.strerror or exc}") from None
 
 
 def _complaint(exc: MediaError, path: str | Path) -> str:

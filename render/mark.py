@@ -843,8 +843,9 @@ def sign(path: Path, *, version: str, key_dir: Path, cert: Path | None = None,
     except c2pa.C2paError as exc:
         if isinstance(exc, c2pa.C2paError.Signature):
             raise _key_error(creds, cert, exc) from None
-        if _out_of_space(path):     # c2pa-rs names a failed write only by its own terms
-            raise MarkError(f"cannot write the signed {path}: {os.strerror(errno.ENOSPC)}") from None
+        if _out_of_space(tmp):     # c2pa-rs names a failed write only by its own terms
+            raise MarkError(f"cannot write the signed {path}: {os.strerror(errno.ENOSPC)} "
+                            f"(c2pa: {exc})") from None
         raise MarkError(f"C2PA signing of {path} failed: {exc}") from None
     except OSError as exc:
         raise MarkError(f"cannot write the signed {path}: {exc.strerror or exc}") from None
@@ -855,9 +856,9 @@ def sign(path: Path, *, version: str, key_dir: Path, cert: Path | None = None,
 
 
 def _out_of_space(path: Path) -> bool:
-    """Whether the filesystem of ``path`` lacks room for another copy of it (the signed file)."""
+    """Whether the filesystem of ``path`` (the signed file being written) is full."""
     try:
-        return shutil.disk_usage(path.parent).free < path.stat().st_size
+        return shutil.disk_usage(path.parent).free < 1024 * 1024
     except OSError:
         return False
 

@@ -132,6 +132,21 @@ def enc(i: MediaInfo, out: str = "/out/clip.mp4.part-42", **kw) -> list[str]:
     return encode_args(i, out, **kw)
 
 
+def test_encode_takes_muxer_and_audio_policy_from_the_final_name():
+    """A one-segment plan encodes into a work-folder name: the output's name decides the muxer,
+    the audio policy and +faststart; the tags follow the dropped metadata."""
+    i = info(audio=(aud("aac"),))
+    argv = enc(i, "/w/seg-0000.tmp-h-1.mkv", final_name="clip.webm", video=EncodeSettings(
+        codec="libvpx-vp9"), metadata=[("comment", "synthetic media")])
+    assert argv[-3:] == ["-f", "webm", "/w/seg-0000.tmp-h-1.mkv"]
+    assert ("-c:a:0", "libopus") in pairs(argv) and "-movflags" not in argv
+    assert argv.index("-metadata") > argv.index("-map_metadata")
+    assert ("-metadata", "comment=synthetic media") in pairs(argv)
+    argv = enc(i, "/w/seg-0000.tmp-h-1.webm", final_name="clip.mov")
+    assert argv[-3:-1] == ["-f", "mov"] and ("-c:a:0", "copy") in pairs(argv)
+    assert ("-movflags", "+faststart") in pairs(argv)
+
+
 def test_encode_video_only():
     argv = enc(info())
     assert argv[:5] == HEAD

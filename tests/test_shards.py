@@ -3,6 +3,7 @@ one process; other settings refused; a missing segment named at assembly."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,31 @@ def test_one_segment_is_the_finished_file_linked_into_place(workdir, standin_mod
     seg_sha = sha(seg)
     assert run_cli("assemble", *k).returncode == 0
     assert sha(plain) == seg_sha
+
+
+def test_a_finished_segment_that_fails_the_output_checks_is_rendered_again(workdir, standin_models,
+                                                                           clip):
+    """A one-segment plan's committed segment is the output itself: one that fails the output's
+    checks (its audio cut short after the commit, its record rewritten to match) is un-committed,
+    so that the next run renders it again instead of failing the same way for ever."""
+    out = workdir / "out" / "clip.mp4"
+    k = keys(workdir, standin_models, clip, out, "segment.seconds=10", "mark.enabled=false")
+    assert run_cli(*k, "shard=0/1").returncode == 0
+    (work,) = [p for p in out.parent.iterdir() if ".render-" in p.name]
+    (seg,) = work.glob("seg-*.mp4")
+    short = work / "short.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(seg), "-map", "0", "-c:v", "copy",
+                    "-c:a", "aac", "-af", "atrim=0:1", "-f", "mp4", str(short)], check=True)
+    short.replace(seg)
+    side = work / f"{seg.name}.json"
+    record = json.loads(side.read_text())
+    record.update(sha256=sha(seg), bytes=seg.stat().st_size)
+    side.write_text(json.dumps(record))
+    r = run_cli("assemble", *k)
+    assert r.returncode == 5, r.stderr
+    assert "audio lasts" in r.stderr.strip().splitlines()[-1], r.stderr
+    assert not seg.exists() and not side.exists() and not out.exists()
+    r = run_cli(*k, "--verbose")
+    assert r.returncode == 0, r.stderr
+    assert f"{clip.frame_count} frames decoded)" in r.stderr, r.stderr     # rendered again
+    assert run_cli("verify", str(out)).returncode == 0
