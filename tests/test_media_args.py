@@ -93,6 +93,15 @@ def test_decode_trim_after_end():
         decode_args(info(), trim=(20, None))
 
 
+def test_trim_of_a_video_that_starts_late_counts_from_the_container_start():
+    """Video from 2 s to 6.08 s of the file (audio from 0): a trim in its last two seconds is
+    inside it (it was refused against the video's 4.08 s length)."""
+    late = info(duration=4.08, video_start=2.0, audio=(aud("aac"),))
+    assert ("-ss", "5.52") in pairs(decode_args(late, trim=(5.52, None)))
+    with pytest.raises(MediaError, match=r"trim starts at 6.1 s, after the end of .* \(6.08 s\)"):
+        decode_args(late, trim=(6.1, None))
+
+
 def test_decode_scale_keeps_aspect_even():
     i = info()
     assert decoded_size(i, 360) == (640, 360)

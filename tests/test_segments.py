@@ -395,6 +395,13 @@ def test_audio_longer_than_a_late_video_is_cut_to_the_video(workdir, standin_mod
     assert p.frames == short.frame_count
     assert p.audio_duration == pytest.approx(seconds, abs=0.05)
     assert run_cli("verify", f"{out}.report.json").returncode == 0
+    # a trim of the video's last 0.16 s: 2.04 s from the container's start, past the video's
+    # length (2 s) but inside the video (0.2-2.2 s); it was refused as "after the end"
+    cut = workdir / "out" / f"cut{ext}"
+    r = run_cli(*render_args(workdir, standin_models, late, cut, "trim=1.84-"))
+    assert r.returncode == 0, r.stderr
+    p = mf.probe_counts(cut)
+    assert p.frames == 4 and p.audio_duration == pytest.approx(0.16, abs=0.05)
 
 
 def test_constant_frame_rate_stays_exactly_constant(workdir, standin_models, clip):

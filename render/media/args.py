@@ -132,10 +132,11 @@ def _fps_mode(legacy_vsync: bool) -> list[str]:
 
 
 def check_trim(info: MediaInfo, trim: tuple[float, float | None] | None) -> tuple[float, float | None] | None:
-    """Validate ``trim=(start, end)`` in seconds (end exclusive, None = to the end).
+    """Validate ``trim=(start, end)`` in seconds from the container's start, as ``-ss`` counts
+    them (end exclusive, None = to the end).
 
     Returns None for 'no trim' (None, or (0, None)). UsageError when malformed, MediaError when
-    it starts after the end of the target.
+    it starts after the end of the target's video (which starts ``video_start`` seconds in).
     """
     if trim is None:
         return None
@@ -147,9 +148,10 @@ def check_trim(info: MediaInfo, trim: tuple[float, float | None] | None) -> tupl
         raise UsageError(f"trim must be (start, end) seconds, got {trim!r}") from None
     if start < 0 or (end is not None and end <= start):
         raise UsageError(f"trim must satisfy 0 <= start < end, got {trim!r}")
-    if info.duration and start >= info.duration:
+    video_end = info.video_start + info.duration
+    if info.duration and start >= video_end:
         raise MediaError(f"trim starts at {fmt_time(start)} s, after the end of {info.path} "
-                         f"({fmt_time(info.duration)} s)")
+                         f"({fmt_time(video_end)} s)")
     if start == 0 and end is None:
         return None
     return start, end
