@@ -390,8 +390,9 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         # seek halfway between the frame before and the first frame: robust to timestamp rounding
         seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
         name = f"seg-{i:04d}{seg_ext}"
+        grid = (fps, times.first + _pts(times, fps, a) - (seek or 0.0)) if times.cfr else None
         decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
-                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel)
+                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid)
         if whole:
             encode = ffargs.encode_args(info, work / name, width=width, height=height, fps=fps,
                                         video=video, trim=trim, legacy_vsync=legacy_vsync,

@@ -76,6 +76,20 @@ def test_segment_decode_seeks_between_frames_and_takes_exactly_its_frames():
     assert ("-frames:v", "100") in pairs(second) and second[-1] == "pipe:1"
 
 
+def test_constant_frame_rate_segments_decode_onto_the_rate_grid():
+    p = plan({"segment.seconds": "4"}, times=cfr(250, first=0.5))
+    first, second = list(p.segments[0].decode), list(p.segments[1].decode)
+    # the first frame at 0: 0.5 s in without a seek, half a frame after the seek
+    assert ("-vf", "setpts=PTS-(0.5)/TB") in pairs(first)
+    assert ("-vf", "setpts=PTS-(0.02)/TB") in pairs(second)
+    assert ("-fps_mode", "cfr") in pairs(second) and ("-r", "25") in pairs(second)
+    pts = tuple(round(i / 25 if i < 50 else 2 + (i - 50) / 12.5, 6) for i in range(100))
+    vfr = plan(times=FrameTimes(count=100, readable=100, pts=pts, first=0.0, cfr=False, declared=100),
+               media=info(frame_count=100))
+    dec = list(vfr.segments[0].decode)      # variable rate: passed through, retimed at assembly
+    assert ("-fps_mode", "passthrough") in pairs(dec) and "-r" not in dec and "-vf" not in dec
+
+
 def test_seek_is_measured_from_the_container_start():
     p = plan({"segment.seconds": "4"}, times=cfr(250, first=0.5))
     assert ("-ss", "4.48") in pairs(p.segments[1].decode)
@@ -161,7 +175,8 @@ def test_trim_past_the_end_is_a_usage_error():
 def test_preview_scales_down_only():
     p = plan({"preview": "true"}, media=info(width=1920, height=1080))
     assert (p.width, p.height) == (1280, 720) and p.scale_height == 720
-    assert any(a.startswith("scale=1280:720") for a in p.segments[0].decode)
+    dec = list(p.segments[0].decode)
+    assert dec[dec.index("-vf") + 1] == "setpts=PTS-(0)/TB,scale=1280:720:flags=area"
     p = plan({"preview": "true"})
     assert (p.width, p.height) == (1280, 720) and p.scale_height is None
 

@@ -258,20 +258,89 @@ def test_damaged_audio_in_the_target_is_named_as_the_cause(workdir, standin_mode
     assert ".render-" not in last and not out.exists()
 
 
-def test_damaged_data_inside_the_file_is_not_called_a_truncation(workdir, standin_models, tmp_path):
-    """One packet of a clip's video made unreadable (its first NAL unit's length set to 2^32-1):
-    every packet is inside the file, one does not decode. Exit 3 naming the segment's frames and
-    the decoder's complaint; it was "ends at frame N (file truncated?) ... allow_partial=true
-    renders the readable part", which it did not."""
-    silent = mf.make_clip(tmp_path / "silent.mp4", width=640, height=360, seconds=4.0, audio=False)
-    packets = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                              "packet=pos", "-of", "csv=p=0", str(silent.path)],
-                             capture_output=True, text=True, check=True).stdout.split()
-    data = bytearray(silent.path.read_bytes())
-    at = int(packets[90])     # in the last segment (75-99), where the frames fall short
+def damage_packet(src: Path, dst: Path, pick) -> None:
+    """``src`` with one video packet made unreadable (its first NAL unit's length set to
+    2^32-1): ``pick`` chooses it from the (pos, pts) of the packets in file order."""
+    rows = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
+                           "packet=pos,pts", "-of", "csv=p=0", str(src)],
+                          capture_output=True, text=True, check=True).stdout.split()
+    packets = [(int(pos), int(pts)) for pts, pos in (r.split(",") for r in rows)]
+    data = bytearray(src.read_bytes())
+    at = pick(packets)[0]
     data[at:at + 4] = b"\xff\xff\xff\xff"
+    dst.write_bytes(bytes(data))
+
+
+def test_a_frame_that_does_not_decode_keeps_the_later_frames_in_place(workdir, standin_models,
+                                                                      tmp_path):
+    """One packet inside the last segment (frames 75-99) does not decode: its slot takes the next
+    decoded frame, the render completes with a warning naming the segment's frames and the
+    decoder's complaint, and every frame after it is where it was (passed through as they came,
+    they moved up by one; the segment then fell a frame short and the render failed)."""
+    silent = mf.make_clip(tmp_path / "silent.mp4", width=640, height=360, seconds=4.0, audio=False)
     bad = tmp_path / "damaged.mp4"
-    bad.write_bytes(bytes(data))
+    damage_packet(silent.path, bad, lambda packets: packets[90])
+    out = workdir / "out" / "damaged.mp4"
+    r = run_cli(*render_args(workdir, standin_models, bad, out, "progress=off"))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"decoding damaged.mp4, frames 75-99:.*Invalid", r.stderr), r.stderr
+    assert mf.probe_counts(out).frames == 100
+    assert run_cli("verify", str(out)).returncode == 0
+
+
+def _frame_md5s(decode: tuple[str, ...]) -> list[str]:
+    """The MD5 of each raw frame a segment's decode arguments give (framemd5 for rawvideo)."""
+    argv = list(decode)
+    argv[argv.index("-f") + 1], argv[-1] = "framemd5", "-"
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return [line.rsplit(",", 1)[1].strip() for line in out.splitlines() if line and line[0] != "#"]
+
+
+def _segment_decodes(path: Path, seconds: str) -> list[tuple[str, ...]]:
+    from render.config import load_config
+    from render.media.probe import frame_times, probe
+    from render.plan import Identity, plan_render
+
+    info = probe(path)
+    cfg = load_config({"profile": "low", "segment.seconds": seconds}, env={})
+    plan = plan_render(cfg, source=path, target=path, output=path.with_name("o.mp4"), info=info,
+                       times=frame_times(info), identity=Identity("", "", None, {}, {}))
+    return [s.decode for s in plan.segments]
+
+
+def test_segment_decodes_put_frames_on_the_grid_without_moving_one(tmp_path):
+    """The decode arguments of every segment give exactly the frames ffmpeg passes through, for a
+    video that starts after its audio too (mp4 and mkv); with one packet undecodable, exactly one
+    slot differs: it holds the next frame, and every later frame is where it belongs."""
+    silent = mf.make_clip(tmp_path / "silent.mp4", width=320, height=240, seconds=4.0, audio=False)
+    late = tmp_path / "late.mkv"
+    subprocess.run(["ffmpeg", "-v", "error", "-itsoffset", "0.2", "-i", str(silent.path), "-f",
+                    "lavfi", "-i", "sine=duration=5", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
+                    "-c:a", "aac", str(late)], check=True)
+    for path in (silent.path, late):
+        for decode in _segment_decodes(path, "1"):
+            grid = _frame_md5s(decode)
+            argv = list(decode)
+            argv[argv.index("-fps_mode") + 1] = "passthrough"
+            del argv[argv.index("-r"):argv.index("-r") + 2]
+            del argv[argv.index("-vf"):argv.index("-vf") + 2]     # the grid's setpts alone
+            assert len(grid) == 25 and grid == _frame_md5s(tuple(argv)), (path, decode)
+    bad = tmp_path / "damaged.mp4"
+    damage_packet(silent.path, bad, lambda packets: packets[60])
+    good = [m for d in _segment_decodes(silent.path, "1") for m in _frame_md5s(d)]
+    got = [m for d in _segment_decodes(bad, "1") for m in _frame_md5s(d)]
+    differ = [i for i, (a, b) in enumerate(zip(good, got)) if a != b]
+    assert len(got) == 100 and len(differ) == 1, differ
+    assert got[differ[0]] == good[differ[0] + 1]
+
+
+def test_frames_missing_at_the_end_are_damage_not_a_truncation(workdir, standin_models, tmp_path):
+    """The packet of the last frame shown does not decode: nothing after it can take its slot.
+    Exit 3 naming the segment's frames and the decoder's complaint; it was "ends at frame N (file
+    truncated?) ... allow_partial=true renders the readable part", which it did not."""
+    silent = mf.make_clip(tmp_path / "silent.mp4", width=640, height=360, seconds=4.0, audio=False)
+    bad = tmp_path / "damaged.mp4"
+    damage_packet(silent.path, bad, lambda packets: max(packets, key=lambda p: p[1]))
     out = workdir / "out" / "damaged.mp4"
     r = run_cli(*render_args(workdir, standin_models, bad, out, "progress=off"))
     assert r.returncode == 3, r.stderr

@@ -473,10 +473,18 @@ SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matro
 
 def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
                         scale_height: int | None = None, legacy_vsync: bool = False,
-                        hwaccel: str | None = None) -> list[str]:
+                        hwaccel: str | None = None,
+                        grid: tuple[Fraction, float] | None = None) -> list[str]:
     """ffmpeg argv: ``frames`` raw bgr24 frames of the target from the first frame at or after
     ``seek`` seconds (from the container start; accurate seek: decoded from the keyframe before
-    and discarded up to it). ``seek`` None starts at the first frame."""
+    and discarded up to it). ``seek`` None starts at the first frame.
+
+    ``grid=(fps, first_at)`` (a constant-frame-rate target): the frames are put on that rate's
+    grid, the segment's first frame at 0 (``first_at``: the seconds ffmpeg gives it, its time from
+    the container's start less ``seek``). A frame the decoder cannot decode then leaves its slot
+    to the next frame it does decode, and the frames after it keep their places; passed through
+    as they come, they would each move up by one and the segment would take a frame of the next.
+    """
     if frames < 1:
         raise UsageError(f"a segment needs at least one frame, got {frames}")
     argv = list(BASE)
@@ -487,10 +495,18 @@ def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
     vmap = "0:v:0" if info.video_index is None else f"0:{info.video_index}"
     argv += ["-i", info.path, "-map", vmap, "-an", "-sn", "-dn", *SWS_FLAGS]
     w, h = decoded_size(info, scale_height)
+    filters = []
+    if grid is not None:
+        filters.append(f"setpts=PTS-({fmt_time(grid[1])})/TB")
     if (w, h) != (info.width, info.height):
-        argv += ["-vf", f"scale={w}:{h}:flags=area"]
+        filters.append(f"scale={w}:{h}:flags=area")
+    if filters:
+        argv += ["-vf", ",".join(filters)]
     argv += ["-frames:v", str(frames)]
-    argv += _fps_mode(legacy_vsync)
+    if grid is not None:
+        argv += (["-vsync", "cfr"] if legacy_vsync else ["-fps_mode", "cfr"]) + ["-r", str(grid[0])]
+    else:
+        argv += _fps_mode(legacy_vsync)
     argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
     return argv
 
