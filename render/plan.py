@@ -305,6 +305,34 @@ def _pts(times: FrameTimes, fps: Fraction, i: int) -> float:
     return (times.pts[last] if last >= 0 else 0.0) + (i - last) / float(fps)
 
 
+def grid_rate(times: FrameTimes, fps: Fraction) -> Fraction | None:
+    """The rate the frames' own timestamps keep (every frame within a quarter of a frame of its
+    place): the container's average ``fps`` where it does, else the usual rate nearest to theirs
+    (30, 30000/1001 ...: an odd last frame's duration moves the average), else their own; None
+    when none does."""
+    n = len(times.pts)
+    if n < 2 or times.pts[-1] <= 0:
+        return None
+    measured = (n - 1) / times.pts[-1]
+    for rate in (Fraction(fps), Fraction(round(measured)), Fraction(round(measured * 1.001) * 1000, 1001),
+                 Fraction(measured).limit_denominator(1001)):
+        if rate > 0 and _on_grid(times, rate, 0, n):
+            return rate
+    return None
+
+
+def _on_grid(times: FrameTimes, rate: Fraction, a: int, b: int) -> bool:
+    """Whether frames [a, b) lie on ``rate``'s grid from frame a within a quarter of a frame, so
+    that ffmpeg's constant-rate output (duplicating past half a frame late, dropping past 1.1
+    early) gives every frame of an undamaged target once, as it comes."""
+    step = 1 / float(rate)
+    end = min(b, len(times.pts))
+    if a >= end:
+        return False
+    base = times.pts[a]
+    return all(abs(times.pts[i] - base - (i - a) * step) <= 0.25 * step for i in range(a, end))
+
+
 def segment_bounds(start: int, end: int, length: int, every: int) -> list[tuple[int, int]]:
     """Split frames [start, end) into runs of ``length`` frames (rounded up to a multiple of
     ``every``), each boundary at start + a multiple of ``every`` (the detector's schedule restarts
@@ -384,13 +412,16 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     # one segment of a constant frame rate is encoded with the audio, the tags and the final muxer
     # in one pass: the finished file, which the assembly only verifies, marks and moves
     whole = len(bounds) == 1 and times.cfr
+    rate = grid_rate(times, fps) if times.cfr else None
     seg_ext = output.suffix if whole else ffargs.SEGMENT_MUXERS[family][1]
     segments = []
     for i, (a, b) in enumerate(bounds):
         # seek halfway between the frame before and the first frame: robust to timestamp rounding
         seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
         name = f"seg-{i:04d}{seg_ext}"
-        grid = (fps, times.first + _pts(times, fps, a) - (seek or 0.0)) if times.cfr else None
+        grid = None
+        if rate is not None and _on_grid(times, rate, a, b):
+            grid = (rate, times.first + _pts(times, fps, a) - (seek or 0.0))
         decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
                                             legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid)
         if whole:

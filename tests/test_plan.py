@@ -90,6 +90,26 @@ def test_constant_frame_rate_segments_decode_onto_the_rate_grid():
     assert ("-fps_mode", "passthrough") in pairs(dec) and "-r" not in dec and "-vf" not in dec
 
 
+def test_the_grid_rate_is_the_one_the_frames_keep():
+    from render.plan import grid_rate
+
+    on30 = cfr(120, fps=30.0)
+    assert grid_rate(on30, Fraction(30)) == 30
+    # an odd last frame's duration moved the container's average rate: the frames keep 30
+    assert grid_rate(on30, Fraction(1200, 41)) == 30
+    ntsc = FrameTimes(count=300, readable=300, pts=tuple(round(i * 1001 / 30000, 6) for i in range(300)),
+                      first=0.0, cfr=True, declared=300)
+    assert grid_rate(ntsc, Fraction(29)) == Fraction(30000, 1001)
+    # frames that keep no rate within a quarter frame: no grid, passed through as they come
+    jitter = FrameTimes(count=120, readable=120, pts=tuple(round(i / 30 + (0.011 if i % 2 else 0), 6)
+                                                           for i in range(120)),
+                        first=0.0, cfr=True, declared=120)
+    assert grid_rate(jitter, Fraction(30)) is None
+    p = plan(times=jitter, media=info(frame_count=120, fps=Fraction(30), duration=4.0))
+    dec = list(p.segments[0].decode)
+    assert ("-fps_mode", "passthrough") in pairs(dec) and "-r" not in dec
+
+
 def test_seek_is_measured_from_the_container_start():
     p = plan({"segment.seconds": "4"}, times=cfr(250, first=0.5))
     assert ("-ss", "4.48") in pairs(p.segments[1].decode)

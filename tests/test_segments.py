@@ -296,6 +296,15 @@ def _frame_md5s(decode: tuple[str, ...]) -> list[str]:
     return [line.rsplit(",", 1)[1].strip() for line in out.splitlines() if line and line[0] != "#"]
 
 
+def _passthrough(decode: tuple[str, ...]) -> tuple[str, ...]:
+    """The same decode with the frames passed through as they come (no grid)."""
+    argv = list(decode)
+    argv[argv.index("-fps_mode") + 1] = "passthrough"
+    del argv[argv.index("-r"):argv.index("-r") + 2]
+    del argv[argv.index("-vf"):argv.index("-vf") + 2]     # the grid's setpts alone
+    return tuple(argv)
+
+
 def _segment_decodes(path: Path, seconds: str) -> list[tuple[str, ...]]:
     from render.config import load_config
     from render.media.probe import frame_times, probe
@@ -317,14 +326,21 @@ def test_segment_decodes_put_frames_on_the_grid_without_moving_one(tmp_path):
     subprocess.run(["ffmpeg", "-v", "error", "-itsoffset", "0.2", "-i", str(silent.path), "-f",
                     "lavfi", "-i", "sine=duration=5", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
                     "-c:a", "aac", str(late)], check=True)
-    for path in (silent.path, late):
-        for decode in _segment_decodes(path, "1"):
+    # the last frame lasting four: the container's average rate is 29.27, the frames keep 30
+    # (each interval within a millisecond of 1/29.27 s: constant rate; on a 29.27 grid the frames
+    # drifted by up to 3 slots over the segment, some repeated, others lost)
+    c30 = mf.make_clip(tmp_path / "c30.mp4", width=320, height=240, fps=30, seconds=4.0,
+                       audio=False, preset="ultrafast")
+    odd = tmp_path / "odd-last.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(c30.path), "-c", "copy", "-bsf:v",
+                    "setts=duration=if(eq(N\\,119)\\,4*DURATION\\,DURATION)", str(odd)],
+                   check=True)
+    for path, seconds, rate, n in ((silent.path, "1", "25", 25), (late, "1", "25", 25),
+                                   (odd, "10", "30", 120)):
+        for decode in _segment_decodes(path, seconds):
             grid = _frame_md5s(decode)
-            argv = list(decode)
-            argv[argv.index("-fps_mode") + 1] = "passthrough"
-            del argv[argv.index("-r"):argv.index("-r") + 2]
-            del argv[argv.index("-vf"):argv.index("-vf") + 2]     # the grid's setpts alone
-            assert len(grid) == 25 and grid == _frame_md5s(tuple(argv)), (path, decode)
+            assert ("-r", rate) in zip(decode, decode[1:]), decode
+            assert len(grid) == n and grid == _frame_md5s(_passthrough(decode)), (path, decode)
     bad = tmp_path / "damaged.mp4"
     damage_packet(silent.path, bad, lambda packets: packets[60])
     good = [m for d in _segment_decodes(silent.path, "1") for m in _frame_md5s(d)]
