@@ -305,6 +305,29 @@ def _pts(times: FrameTimes, fps: Fraction, i: int) -> float:
     return (times.pts[last] if last >= 0 else 0.0) + (i - last) / float(fps)
 
 
+#: containers whose seek lands near the time asked, not on a keyframe before it (MPEG transport
+#: streams: decoding then starts at the next keyframe, after the segment's first frames): a
+#: segment is decoded from well before it
+INEXACT_SEEK = frozenset({"mpegts"})
+
+#: seconds before the segment's keyframe that an inexact seek aims at; without keyframe times,
+#: before the segment itself
+SEEK_MARGIN = 1.0
+SEEK_MARGIN_UNKNOWN_KEYS = 10.0
+
+
+def _seek_before(times: FrameTimes, fps: Fraction, a: int, seek: float) -> tuple[float | None, float]:
+    """(where to seek, seconds of frames to drop after it) so that decoding starts on a keyframe
+    at or before frame ``a``: SEEK_MARGIN before the last keyframe at or before it."""
+    ta = _pts(times, fps, a)
+    keys = [k for k in times.keys if k <= ta + 1e-6]
+    back = (ta - keys[-1] + SEEK_MARGIN) if keys else SEEK_MARGIN_UNKNOWN_KEYS
+    start = times.first + ta - back
+    if start <= 0:
+        return None, seek        # from the file's start: no seek at all
+    return start, seek - start
+
+
 def grid_rate(times: FrameTimes, fps: Fraction) -> Fraction | None:
     """The rate the frames' own timestamps keep (every frame within a quarter of a frame of its
     place): the container's average ``fps`` where it does, else the usual rate nearest to theirs
@@ -415,15 +438,20 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     rate = grid_rate(times, fps) if times.cfr else None
     seg_ext = output.suffix if whole else ffargs.SEGMENT_MUXERS[family][1]
     segments = []
+    inexact = info.container.split(",")[0] in INEXACT_SEEK
     for i, (a, b) in enumerate(bounds):
         # seek halfway between the frame before and the first frame: robust to timestamp rounding
         seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
+        skip = 0.0
+        if seek is not None and inexact:
+            seek, skip = _seek_before(times, fps, a, seek)
         name = f"seg-{i:04d}{seg_ext}"
         grid = None
         if rate is not None and _on_grid(times, rate, a, b):
             grid = (rate, times.first + _pts(times, fps, a) - (seek or 0.0))
         decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
-                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid)
+                                            legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid,
+                                            skip=skip)
         if whole:
             encode = ffargs.encode_args(info, work / name, width=width, height=height, fps=fps,
                                         video=video, trim=trim, legacy_vsync=legacy_vsync,

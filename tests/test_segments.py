@@ -350,6 +350,27 @@ def test_segment_decodes_put_frames_on_the_grid_without_moving_one(tmp_path):
     assert got[differ[0]] == good[differ[0] + 1]
 
 
+def test_transport_stream_segments_start_on_their_own_first_frame(tmp_path):
+    """An MPEG-TS seek lands near the time asked, and decoding starts at the next keyframe: the
+    segments inside a GOP began up to a GOP late (frames 50-74 in segment 25-49, or too few).
+    Decoded from a margin before the keyframe before them, every segment's frames are the
+    frames a straight decode of the whole file gives there."""
+    silent = mf.make_clip(tmp_path / "silent.mp4", width=320, height=240, seconds=4.0, audio=False)
+    ts = tmp_path / "gop50.ts"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(silent.path), "-c:v", "libx264", "-preset",
+                    "veryfast", "-g", "50", "-f", "mpegts", str(ts)], check=True)
+    full = subprocess.run(["ffmpeg", "-v", "error", "-i", str(ts), "-map", "0:v:0", "-sws_flags",
+                           "accurate_rnd+full_chroma_int+bitexact", "-fps_mode", "passthrough",
+                           "-pix_fmt", "bgr24", "-f", "framemd5", "-"],
+                          capture_output=True, text=True, check=True).stdout
+    truth = [line.rsplit(",", 1)[1].strip() for line in full.splitlines() if line and line[0] != "#"]
+    decodes = _segment_decodes(ts, "1")
+    assert any(a.startswith("trim=start=") for d in decodes for a in d)
+    got = [m for d in decodes for m in _frame_md5s(d)]
+    assert len(truth) == len(got) == 100
+    assert [i for i, (a, b) in enumerate(zip(truth, got)) if a != b] == []
+
+
 def test_frames_missing_at_the_end_are_damage_not_a_truncation(workdir, standin_models, tmp_path):
     """The packet of the last frame shown does not decode: nothing after it can take its slot.
     Exit 3 naming the segment's frames and the decoder's complaint; it was "ends at frame N (file

@@ -474,7 +474,7 @@ SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matro
 def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
                         scale_height: int | None = None, legacy_vsync: bool = False,
                         hwaccel: str | None = None,
-                        grid: tuple[Fraction, float] | None = None) -> list[str]:
+                        grid: tuple[Fraction, float] | None = None, skip: float = 0.0) -> list[str]:
     """ffmpeg argv: ``frames`` raw bgr24 frames of the target from the first frame at or after
     ``seek`` seconds (from the container start; accurate seek: decoded from the keyframe before
     and discarded up to it). ``seek`` None starts at the first frame.
@@ -485,6 +485,9 @@ def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
     the container's start less ``seek``). A frame the decoder cannot decode then leaves its slot
     to the next frame it does decode, and the frames after it keep their places; passed through
     as they come, they would each move up by one and the segment would take a frame of the next.
+
+    ``skip``: seconds of decoded frames dropped first (``trim``): where a container's seek is not
+    exact, ``seek`` lies well before the segment and the frames up to it are decoded and dropped.
     """
     if frames < 1:
         raise UsageError(f"a segment needs at least one frame, got {frames}")
@@ -497,6 +500,8 @@ def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
     argv += ["-i", info.path, "-map", vmap, "-an", "-sn", "-dn", *SWS_FLAGS]
     w, h = decoded_size(info, scale_height)
     filters = []
+    if skip > 0:
+        filters.append(f"trim=start={fmt_time(skip)}")
     if grid is not None:
         filters.append(f"setpts=PTS-({fmt_time(grid[1])})/TB")
     if (w, h) != (info.width, info.height):

@@ -438,6 +438,7 @@ class FrameTimes:
     - ``first``: the first frame's presentation time in seconds from the container's start (what an
       input ``-ss`` is measured from).
     - ``cfr``: every frame interval equals 1/fps within one tick of the time base (or 1 ms).
+    - ``keys``: the keyframes' presentation times, like ``pts`` (empty when not known).
     """
 
     count: int
@@ -446,6 +447,7 @@ class FrameTimes:
     first: float
     cfr: bool
     declared: int | None = None
+    keys: tuple[float, ...] = ()
 
 
 def _time_base(value: Any) -> Fraction:
@@ -486,15 +488,18 @@ def _frame_times(info: MediaInfo, stream: Mapping[str, Any], fmt: Mapping[str, A
     """The frame times of ``info``'s video stream from its ffprobe stream entry and packets."""
     tb = _time_base(stream.get("time_base"))
     declared = _int(stream.get("nb_frames"))
-    ticks = []
+    ticks, key_ticks = [], []
     for p in packets:
-        if "D" in str(p.get("flags", "")):   # discarded by an edit list: never decoded into a frame
+        flags = str(p.get("flags", ""))
+        if "D" in flags:   # discarded by an edit list: never decoded into a frame
             continue
         t = _int(p.get("pts"))
         if t is None:
             t = _int(p.get("dts"))
         if t is not None:
             ticks.append(t)
+            if "K" in flags:
+                key_ticks.append(t)
     partial = "partial file" in stderr
     if ticks and partial:
         ticks.pop()   # the file ends inside this packet: it cannot be decoded
@@ -521,8 +526,9 @@ def _frame_times(info: MediaInfo, stream: Mapping[str, Any], fmt: Mapping[str, A
         cfr = all(abs((b - a) * tb - step) <= slack for a, b in zip(ticks, ticks[1:]))
     readable = len(ticks)
     count = declared if declared and declared > 0 else readable
+    keys = tuple(round(float((t - ticks[0]) * tb), 6) for t in sorted(key_ticks) if t >= ticks[0])
     return FrameTimes(count=count, readable=readable, pts=pts, first=round(max(0.0, first), 6),
-                      cfr=cfr, declared=declared)
+                      cfr=cfr, declared=declared, keys=keys)
 
 
 @dataclass(frozen=True)
