@@ -310,19 +310,18 @@ def _pts(times: FrameTimes, fps: Fraction, i: int) -> float:
 #: segment is decoded from well before it
 INEXACT_SEEK = frozenset({"mpegts"})
 
-#: seconds before the segment's keyframe that an inexact seek aims at; without keyframe times,
-#: before the segment itself
-SEEK_MARGIN = 1.0
-SEEK_MARGIN_UNKNOWN_KEYS = 10.0
+#: seconds before a segment that an inexact seek aims at where the keyframes are not known
+SEEK_BACK_UNKNOWN_KEYS = 10.0
 
 
 def _seek_before(times: FrameTimes, fps: Fraction, a: int, seek: float) -> tuple[float | None, float]:
-    """(where to seek, seconds of frames to drop after it) so that decoding starts on a keyframe
-    at or before frame ``a``: SEEK_MARGIN before the last keyframe at or before it."""
+    """(where to seek, seconds of decoded frames to drop) so that decoding starts on the last
+    keyframe shown at or before frame ``a``: at that keyframe's decoding time (its packet's place:
+    the seek stops at the last packet at or before the time asked, so the decoder's first packet
+    is the keyframe and nothing before it is decoded)."""
     ta = _pts(times, fps, a)
-    keys = [k for k in times.keys if k <= ta + 1e-6]
-    back = (ta - keys[-1] + SEEK_MARGIN) if keys else SEEK_MARGIN_UNKNOWN_KEYS
-    start = times.first + ta - back
+    keys = [dts for pts, dts in times.keys if pts <= ta + 1e-6]
+    start = times.first + (keys[-1] if keys else ta - SEEK_BACK_UNKNOWN_KEYS)
     if start <= 0:
         return None, seek        # from the file's start: no seek at all
     return start, seek - start

@@ -358,7 +358,7 @@ def test_transport_stream_segments_start_on_their_own_first_frame(tmp_path):
     silent = mf.make_clip(tmp_path / "silent.mp4", width=320, height=240, seconds=4.0, audio=False)
     ts = tmp_path / "gop50.ts"
     subprocess.run(["ffmpeg", "-v", "error", "-i", str(silent.path), "-c:v", "libx264", "-preset",
-                    "veryfast", "-g", "50", "-f", "mpegts", str(ts)], check=True)
+                    "fast", "-g", "37", "-bf", "3", "-f", "mpegts", str(ts)], check=True)
     full = subprocess.run(["ffmpeg", "-v", "error", "-i", str(ts), "-map", "0:v:0", "-sws_flags",
                            "accurate_rnd+full_chroma_int+bitexact", "-fps_mode", "passthrough",
                            "-pix_fmt", "bgr24", "-f", "framemd5", "-"],

@@ -438,7 +438,9 @@ class FrameTimes:
     - ``first``: the first frame's presentation time in seconds from the container's start (what an
       input ``-ss`` is measured from).
     - ``cfr``: every frame interval equals 1/fps within one tick of the time base (or 1 ms).
-    - ``keys``: the keyframes' presentation times, like ``pts`` (empty when not known).
+    - ``keys``: each keyframe's (presentation, decoding) time, in seconds from the first frame like
+      ``pts`` (its packet lies at its decoding time, earlier when frames are reordered; empty when
+      not known).
     """
 
     count: int
@@ -447,7 +449,7 @@ class FrameTimes:
     first: float
     cfr: bool
     declared: int | None = None
-    keys: tuple[float, ...] = ()
+    keys: tuple[tuple[float, float], ...] = ()
 
 
 def _time_base(value: Any) -> Fraction:
@@ -499,7 +501,8 @@ def _frame_times(info: MediaInfo, stream: Mapping[str, Any], fmt: Mapping[str, A
         if t is not None:
             ticks.append(t)
             if "K" in flags:
-                key_ticks.append(t)
+                d = _int(p.get("dts"))
+                key_ticks.append((t, t if d is None else d))
     partial = "partial file" in stderr
     if ticks and partial:
         ticks.pop()   # the file ends inside this packet: it cannot be decoded
@@ -526,7 +529,8 @@ def _frame_times(info: MediaInfo, stream: Mapping[str, Any], fmt: Mapping[str, A
         cfr = all(abs((b - a) * tb - step) <= slack for a, b in zip(ticks, ticks[1:]))
     readable = len(ticks)
     count = declared if declared and declared > 0 else readable
-    keys = tuple(round(float((t - ticks[0]) * tb), 6) for t in sorted(key_ticks) if t >= ticks[0])
+    keys = tuple((round(float((t - ticks[0]) * tb), 6), round(float((d - ticks[0]) * tb), 6))
+                 for t, d in sorted(key_ticks))
     return FrameTimes(count=count, readable=readable, pts=pts, first=round(max(0.0, first), 6),
                       cfr=cfr, declared=declared, keys=keys)
 
