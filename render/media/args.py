@@ -127,8 +127,8 @@ def fmt_time(seconds: float) -> str:
     return text or "0"
 
 
-def _fps_mode(legacy_vsync: bool) -> list[str]:
-    return ["-vsync", "passthrough"] if legacy_vsync else ["-fps_mode", "passthrough"]
+def _fps_mode(legacy_vsync: bool, mode: str = "passthrough") -> list[str]:
+    return ["-vsync", mode] if legacy_vsync else ["-fps_mode", mode]
 
 
 def check_trim(info: MediaInfo, trim: tuple[float, float | None] | None) -> tuple[float, float | None] | None:
@@ -510,7 +510,7 @@ def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
         argv += ["-vf", ",".join(filters)]
     argv += ["-frames:v", str(frames)]
     if grid is not None:
-        argv += (["-vsync", "cfr"] if legacy_vsync else ["-fps_mode", "cfr"]) + ["-r", str(grid[0])]
+        argv += _fps_mode(legacy_vsync, "cfr") + ["-r", str(grid[0])]
     else:
         argv += _fps_mode(legacy_vsync)
     argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
