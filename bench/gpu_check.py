@@ -22,8 +22,8 @@ provider with a short clip: the dry run that keeps this script working on machin
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 GiB = 1 << 30
+#: words of a render's log lines kept as its notes (fallbacks, providers, the GPU memory cap)
+NOTE_WORDS = ("fall", "nvenc", "nvdec", "hwaccel", "provider", "cuda", "arena", "gpu", "profile")
 
 
 def log(msg: str = "") -> None:
@@ -59,7 +61,18 @@ def machine(providers: list[str]) -> dict[str, Any]:
         info["hwaccels"] = [ln.strip() for ln in text("-hwaccels").splitlines()[1:] if ln.strip()]
         info["nvenc_encoders"] = [ln.split()[1] for ln in text("-encoders").splitlines()
                                   if "nvenc" in ln and len(ln.split()) > 1]
-    log(f"GPUs: {info['gpus'] or 'none'}")
+    try:
+        from render.gpus import auto_profile
+
+        info["auto_profile"] = auto_profile()[2]
+    except Exception as exc:  # noqa: BLE001 - a figure, not a step
+        info["auto_profile"] = f"failed: {exc}"
+    try:
+        importlib.import_module("c2pa")
+        info["c2pa"] = True
+    except Exception:  # noqa: BLE001
+        info["c2pa"] = False
+    log(f"GPUs: {info['gpus'] or 'none'}; {info['auto_profile']}")
     log(f"onnxruntime {info['onnxruntime']}: providers {', '.join(info['available_providers'])}; "
         f"asked for {', '.join(providers)}")
     log(f"ffmpeg: {ff or 'missing (render steps skipped)'}; hwaccels {info.get('hwaccels')}; "
@@ -120,11 +133,18 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
             f"models.dir={models}", "progress=off", f"cache_dir={out.parent / 'cache'}",
             *(f"{k}={v}" for k, v in overrides.items())]
     t0 = time.perf_counter()
-    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
-                       stdin=subprocess.DEVNULL)
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        return {"overrides": overrides, "rc": "timeout", "wall_s": timeout,
+                "log": [ln for ln in err.splitlines() if ln.strip()][-8:] + [f"killed after {timeout:g}s"]}
     wall = time.perf_counter() - t0
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     row: dict[str, Any] = {"overrides": overrides, "rc": p.returncode, "wall_s": wall,
-                           "log": [ln for ln in p.stderr.splitlines() if ln.strip()][-8:]}
+                           "log": lines[-8:], "stderr": lines[:400],
+                           "notes": [ln for ln in lines if any(k in ln.lower() for k in NOTE_WORDS)]}
     report = Path(str(out) + ".report.json")
     if p.returncode == 0 and report.is_file():
         r = json.loads(report.read_text())
@@ -143,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=None, help="clip length (default 4; 1 with --cpu)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--timeout", type=float, default=240.0, help="seconds per render")
+    ap.add_argument("--timeout", type=float, default=90.0, help="seconds per render")
     a = ap.parse_args(argv)
     providers = ["cpu"] if a.cpu else [p.strip() for p in a.providers.split(",") if p.strip()]
     seconds = a.seconds or (1.0 if a.cpu else 4.0)
@@ -152,8 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     t_begin = time.perf_counter()
     result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "providers": providers}
 
+    def save() -> None:  # after every step, so that a run cut short still leaves its figures
+        if a.json:
+            a.json.write_text(json.dumps(result, indent=1, default=str))
+
     log("== machine")
     result["machine"] = machine(providers)
+    save()
     log("\n== realistic stand-ins")
     models = write_models(work / "models")
 
@@ -164,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - report and go on with the renders
         log(f"  FAILED: {exc}")
         result["per_call_error"] = str(exc)
+    save()
 
     if not shutil.which("ffmpeg"):
         log("\nno ffmpeg here: the render steps are skipped")
@@ -176,13 +202,19 @@ def main(argv: list[str] | None = None) -> int:
         source = work / "source.png"
         mf.make_source_image(source)
         prov = ",".join(providers)
+        base = {"execution.providers": prov}
+        if not result["machine"].get("c2pa"):
+            base["mark.enabled"] = "false"
+            log("c2pa-python is missing here: renders run with mark.enabled=false")
         log(f"\n== renders of a {w}x{h} {seconds:g} s clip ({prov})")
         renders = []
         for profile in ("low", "moderate", "high"):
             row = render(models, clip, source, work / f"out-{profile}.mp4",
-                         {"profile": profile, "execution.providers": prov}, a.timeout)
+                         {"profile": profile, **base}, a.timeout)
             row["name"] = f"profile {profile}"
             renders.append(row)
+            result["renders"] = renders
+            save()
             gb = row.get("gpu_bytes")
             target = " (target for low ≤ 3.0 GB)" if profile == "low" else ""
             log(f"  profile {profile}: rc {row['rc']}, {row.get('fps', 0):.2f} fps, peak GPU memory "
@@ -193,17 +225,18 @@ def main(argv: list[str] | None = None) -> int:
                          ("nvenc", {"encode.codec": "h264_nvenc"}),
                          ("nvdec+nvenc", {"decode.hwaccel": "cuda", "encode.codec": "h264_nvenc"})):
             row = render(models, clip, source, work / f"out-{name}.mp4",
-                         {"profile": "moderate", "execution.providers": prov, **ov}, a.timeout)
+                         {"profile": "moderate", **base, **ov}, a.timeout)
             row["name"] = name
             renders.append(row)
-            fallback = [ln for ln in row["log"] if "fall" in ln.lower() or "nvenc" in ln.lower()
-                        or "hwaccel" in ln.lower() or "nvdec" in ln.lower()]
+            save()
+            fallback = [ln for ln in row["notes"] if any(k in ln.lower() for k in
+                                                         ("fall", "nvenc", "nvdec", "hwaccel"))]
             log(f"  {name}: rc {row['rc']}, {row.get('fps', 0):.2f} fps; plan {row.get('plan')}; "
                 f"{'; '.join(fallback) or 'no fallback line'}")
         result["renders"] = renders
-    log(f"\ngpu check finished in {time.perf_counter() - t_begin:.0f}s; scratch {work}")
-    if a.json:
-        a.json.write_text(json.dumps(result, indent=1, default=str))
+    result["seconds"] = time.perf_counter() - t_begin
+    log(f"\ngpu check finished in {result['seconds']:.0f}s; scratch {work}")
+    save()
     if not a.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
