@@ -8,7 +8,8 @@
 #   site/  the Python packages the GPU machine's python lacks, installed for --python's version:
 #          onnxruntime-gpu (its CUDA major must be the machine's: 1.31.1 is built for CUDA 13 and
 #          cuDNN 9, whose libraries gpu_check.sh then finds in that python's nvidia-* packages),
-#          nvidia-ml-py, and c2pa-python with cryptography (the C2PA mark of every render);
+#          nvidia-ml-py, ffmpeg-python, and c2pa-python with cryptography (the C2PA mark of
+#          every render);
 #   bin/   ffmpeg and ffprobe, linked statically from Debian's ffmpeg source (the version the
 #          image uses) with libx264 and NVIDIA's codec headers (NVENC, NVDEC, CUVID; the driver's
 #          libraries are loaded at run time), so the renders need nothing from the machine.
@@ -45,7 +46,8 @@ python3 -m pip install -q --disable-pip-version-check --no-deps --only-binary=:a
     --target "$work/site" --python-version "$py_version" --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    "$ort" nvidia-ml-py "c2pa-python==0.38.1" "cryptography>=42" cffi pycparser toml
+    "$ort" nvidia-ml-py ffmpeg-python future "c2pa-python==0.38.1" "cryptography>=42" cffi \
+    pycparser toml
 rm -rf "$work/site/bin"
 
 echo "== ffmpeg, static, from Debian's source"

@@ -144,6 +144,7 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     row: dict[str, Any] = {"overrides": overrides, "rc": p.returncode, "wall_s": wall,
                            "log": lines[-8:], "stderr": lines[:400],
+                           "stdout": [ln for ln in p.stdout.splitlines() if ln.strip()][:100],
                            "notes": [ln for ln in lines if any(k in ln.lower() for k in NOTE_WORDS)]}
     report = Path(str(out) + ".report.json")
     if p.returncode == 0 and report.is_file():

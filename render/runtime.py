@@ -32,6 +32,20 @@ PROVIDER_NAMES = {
     "cpu": "CPUExecutionProvider",
 }
 
+#: ONNX Runtime's errors that say the model file itself is bad: no other provider would load it
+_MODEL_FAULTS = ("InvalidProtobuf", "InvalidGraph", "NoSuchFile", "NoModel")
+
+
+def _short(provider: str) -> str:
+    """``CUDAExecutionProvider`` -> ``cuda`` (the config's name)."""
+    return next((k for k, v in PROVIDER_NAMES.items() if v == provider), provider)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 _GRAPH_LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -153,13 +167,17 @@ class ThreadPolicy:
     frames and ``MIN_CPU_S`` CPU-seconds: real models decide within a few frames, light ones take
     the longer window they need for a steady figure:
 
-    * the models use at least ``MODELS_FIRST`` times ffmpeg's CPU (real models on a CPU): they
-      keep their threads, and the ffmpeg children step back (nice ``NICE``), so that no ONNX
-      Runtime thread waits for an encoder holding its core; ffmpeg runs in the gaps;
-    * otherwise (light models, or a GPU doing the inference): one lane (handing batches to lane
-      threads costs CPU that ffmpeg needs: null models 0.81 against 0.88 of the floor), and ONNX
-      Runtime gets half the cores; its sessions on the CPU provider are recreated with that at
-      their next call if it changes their threads. ffmpeg keeps the rest at normal priority.
+    * the models run on the CPU provider and use at least ``MODELS_FIRST`` times ffmpeg's CPU
+      (real models): they keep their threads, and the ffmpeg children step back (nice
+      ``NICE``), so that no ONNX Runtime thread waits for an encoder holding its core; ffmpeg
+      runs in the gaps;
+    * otherwise (light models, or a GPU doing the inference, whose render process's CPU time is
+      mostly pre- and post-processing and waits for the device, nothing that yielding the
+      encoder would speed up: on an H200 with 16 cores it measured 69-115 CPU-ms per 1080p
+      frame against ffmpeg's 16-57, and the encoder was the render's slowest stage): one lane
+      (handing batches to lane threads costs CPU that ffmpeg needs: null models 0.81 against
+      0.88 of the floor), and ONNX Runtime gets half the cores; its sessions on the CPU
+      provider are recreated with that at their next call if it changes their threads. ffmpeg keeps the rest at normal priority.
 
     **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
     threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
@@ -186,6 +204,7 @@ class ThreadPolicy:
         auto = not fixed and self.cores >= 2
         #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
         self.lanes = lanes or (self.LANES if auto and on_cpu else 1)
+        self.on_cpu = on_cpu
         self._lanes_fixed = bool(lanes)
         #: ONNX Runtime's intra-op threads per model call
         self.threads = fixed or max(1, self.cores // self.lanes)
@@ -219,7 +238,7 @@ class ThreadPolicy:
             return None
         self.decided = True
         figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
-        if own >= self.MODELS_FIRST * ffmpeg:
+        if self.on_cpu and own >= self.MODELS_FIRST * ffmpeg:
             self.ffmpeg_nice = self.NICE
             self.reason = (f"{figures}: ONNX Runtime keeps {self.lanes} lane(s) × {self.threads} "
                            f"thread(s) on {self.cores} cores, ffmpeg at nice {self.NICE}")
@@ -385,16 +404,28 @@ class SessionFactory:
             return self._session(path, self.session_options(), fp16=fp16)
 
     def _session(self, path: Path, so: ort.SessionOptions, *, fp16: bool) -> ort.InferenceSession:
+        """The session on the first provider in order that loads the model. A provider that
+        fails (CUDA out of memory, a driver or cuDNN error) is said in one warning line, with
+        ONNX Runtime's reason, and the next one is tried; a bad model file fails at once.
+        ONNX Runtime's own fallback is off: it switches to the CPU and prints why on stdout,
+        which left a model on the CPU of a GPU render with nothing in the log."""
         providers = self.provider_options(fp16=fp16)
-        try:
-            return ort.InferenceSession(str(path), sess_options=so,
-                                        providers=[p for p, _ in providers],
-                                        provider_options=[o for _, o in providers])
-        except Interrupted:
-            raise                          # SIGTERM while loading: not a broken model
-        except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"cannot load model {path}: {first}") from exc
+        while True:
+            try:
+                return ort.InferenceSession(str(path), sess_options=so,
+                                            providers=[p for p, _ in providers],
+                                            provider_options=[o for _, o in providers],
+                                            enable_fallback=0)
+            except Interrupted:
+                raise                      # SIGTERM while loading: not a broken model
+            except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
+                if len(providers) > 1 and type(exc).__name__ not in _MODEL_FAULTS:
+                    log.warning("%s: the %s provider failed (%s): falling back to %s", path.name,
+                                _short(providers[0][0]), _first_line(exc),
+                                ", ".join(_short(p) for p, _ in providers[1:]))
+                    providers = providers[1:]
+                    continue
+                raise ModelError(f"cannot load model {path}: {_first_line(exc)}") from exc
 
 
 #: providers whose sessions can keep outputs in device memory (I/O binding)
@@ -437,8 +468,14 @@ class LazySession:
         """All outputs of one call, timed (``calls``, ``run_seconds``: the model's own cost inside
         a render, comparable with the same model run alone)."""
         session = self.session
+        on = (self.providers or ["?"])[0]
         t0 = time.perf_counter()
-        out = self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
+        try:
+            out = self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
+        except Exception as exc:  # noqa: BLE001 - ORT's exception types are not importable by name
+            if type(exc).__name__ != "EPFail":
+                raise
+            out = self._fall_back(session, feed, exc, on)
         dt = time.perf_counter() - t0
         with self._lock:                   # lanes call one session from several threads
             self.run_seconds += dt
@@ -455,11 +492,33 @@ class LazySession:
             session.run_with_iobinding(binding)
             return binding.copy_outputs_to_cpu()
         except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if type(exc).__name__ == "EPFail":
+                raise                      # the provider failed, not the binding: run() falls back
             log.info("I/O binding on %s failed (%s): plain runs from now on",
-                     (self.providers or ["?"])[0], first)
+                     (self.providers or ["?"])[0], _first_line(exc))
             self.io_binding = False
             return session.run(None, feed)
+
+    def _fall_back(self, session: ort.InferenceSession, feed: dict[str, Any],
+                   exc: Exception, failed: str) -> list[Any]:
+        """A call that failed inside its provider (ONNX Runtime's EPFail: a CUDA or cuDNN error)
+        runs again on the session's next providers, said in one warning line; ONNX Runtime's own
+        fallback (silent, on stdout) is off. With no provider left the error is raised."""
+        with self._lock:
+            current = list(session.get_providers())
+            if current and current[0] != failed:
+                pass                       # another lane switched it already
+            elif len(current) < 2:
+                raise exc
+            else:
+                log.warning("the %s provider failed in a call (%s): this model runs on %s from now "
+                            "on", _short(current[0]), _first_line(exc),
+                            ", ".join(_short(p) for p in current[1:]))
+                session.set_providers(current[1:])
+                current = list(session.get_providers())
+            self.providers = current
+            self.io_binding = bool(current) and current[0] in DEVICE_PROVIDERS
+        return self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
 
     @property
     def loaded(self) -> bool:

@@ -425,3 +425,120 @@ def test_graph_cache_only_for_the_cpu_provider_alone_and_large_models(tmp_path):
     assert f.graphs is not None and not f.graphs.wanted(model)     # 32 MiB by default
     f.create(model, sha256=_sha(model))
     assert not (tmp_path / "onnxruntime").exists()
+
+
+def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_not(tmp_path, monkeypatch,
+                                                                                    caplog):
+    """ONNX Runtime's own fallback (to the CPU, its reason printed on stdout) is off; a provider that
+    fails to create the session is named in one warning line with the reason and the next one in
+    order is tried; a bad model file fails at once, as a ModelError, without trying others."""
+    import numpy as np
+    import onnxruntime as ort
+
+    import render.runtime as runtime
+
+    path = _identity_model(tmp_path / "relu.onnx")
+    real = ort.InferenceSession
+    seen: list[tuple[list[str], dict]] = []
+
+    def gpu_out_of_memory(model, sess_options=None, providers=None, provider_options=None, **kw):
+        seen.append((list(providers), kw))
+        if providers[0] != "CPUExecutionProvider":
+            raise RuntimeError(f"{providers[0]}: CUDA failure 2: out of memory\nsecond line")
+        return real(model, sess_options=sess_options, providers=providers, **kw)
+
+    monkeypatch.setattr(runtime.ort, "InferenceSession", gpu_out_of_memory)
+    caplog.set_level(logging.INFO, logger="render")
+    f = _factory(tmp_path, available=ALL, profile="moderate")
+    session = f.create(path)
+    x = np.array([[1.0, -2.0, 3.0, -4.0]], np.float32)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], np.maximum(x, 0))
+    assert [p[0] for p, _ in seen] == ALL and all(kw == {"enable_fallback": 0} for _, kw in seen)
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert lines == [
+        "relu.onnx: the tensorrt provider failed (TensorrtExecutionProvider: CUDA failure 2: out of "
+        "memory): falling back to cuda, cpu",
+        "relu.onnx: the cuda provider failed (CUDAExecutionProvider: CUDA failure 2: out of memory): "
+        "falling back to cpu"]
+
+    class InvalidProtobuf(Exception):
+        pass
+
+    def bad_file(*a, **k):
+        seen.append(("bad", k))
+        raise InvalidProtobuf("[ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Load model failed")
+
+    monkeypatch.setattr(runtime.ort, "InferenceSession", bad_file)
+    seen.clear()
+    caplog.clear()
+    with pytest.raises(ModelError, match="cannot load model .*relu.onnx: .*INVALID_PROTOBUF"):
+        f.create(path)
+    assert len(seen) == 1 and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # the last provider failing is the ModelError, with its reason
+    monkeypatch.setattr(runtime.ort, "InferenceSession", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("no memory at all")))
+    with pytest.raises(ModelError, match="relu.onnx: no memory at all"):
+        _factory(tmp_path, available=ALL, **{"execution.providers": "cpu"}).create(path)
+
+
+def test_a_provider_failing_in_a_call_moves_the_model_to_the_next_with_one_line(tmp_path, caplog):
+    """ONNX Runtime's EPFail in a call (a CUDA or cuDNN error while running): the session is moved to
+    its next providers with one warning line and the call runs again there; later calls run there
+    too (no more binding on a CPU provider); with no provider left the error is raised."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnxruntime.capi.onnxruntime_pybind11_state import EPFail
+
+    path = _identity_model(tmp_path / "relu.onnx")
+
+    class FailsOnCuda:
+        """A real CPU session that reports CUDA first and fails its calls there, as a CUDA session
+        whose kernels fail does, until it is moved off CUDA."""
+
+        def __init__(self):
+            self._s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            self.on = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+            self.moves: list[list[str]] = []
+
+        def get_providers(self):
+            return list(self.on)
+
+        def set_providers(self, providers):
+            self.moves.append(list(providers))
+            self.on = list(providers)
+
+        def _fail_on_cuda(self):
+            if self.on[0] == "CUDAExecutionProvider":
+                raise EPFail("[ONNXRuntimeError] : 11 : EP_FAIL : CUDNN failure 4: "
+                             "CUDNN_STATUS_INTERNAL_ERROR\nmore")
+
+        def run(self, names, feed):
+            self._fail_on_cuda()
+            return self._s.run(names, feed)
+
+        def run_with_iobinding(self, binding):
+            self._fail_on_cuda()
+            return self._s.run_with_iobinding(binding)
+
+        def __getattr__(self, name):
+            return getattr(self._s, name)
+
+    caplog.set_level(logging.INFO, logger="render")
+    x = np.array([[3.0, -1.0, 0.5, -2.0]], np.float32)
+    lazy = LazySession(FailsOnCuda)
+    assert lazy.io_binding is False and lazy.session and lazy.io_binding is True
+    for _ in range(3):
+        np.testing.assert_array_equal(lazy.run({"x": x})[0], np.maximum(x, 0))
+    assert lazy.session.moves == [["CPUExecutionProvider"]]
+    assert lazy.providers == ["CPUExecutionProvider"] and lazy.io_binding is False and lazy.calls == 3
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert lines == ["the cuda provider failed in a call ([ONNXRuntimeError] : 11 : EP_FAIL : CUDNN "
+                     "failure 4: CUDNN_STATUS_INTERNAL_ERROR): this model runs on cpu from now on"]
+
+    class OnlyCuda(FailsOnCuda):
+        def __init__(self):
+            super().__init__()
+            self.on = ["CUDAExecutionProvider"]
+
+    with pytest.raises(EPFail):
+        LazySession(OnlyCuda).run({"x": x})

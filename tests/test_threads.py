@@ -152,3 +152,15 @@ def test_opencv_gets_the_same_threads_as_onnx_runtime(standin_models, tmp_path):
         assert cv2.getNumThreads() == models.factory.threads == 1
     finally:
         cv2.setNumThreads(before)
+
+
+def test_models_on_a_gpu_never_send_ffmpeg_back(idle_child):
+    """On a GPU provider the render process's CPU time is pre- and post-processing and waits for
+    the device: however much it is, the encoder keeps its priority (on an H200 the policy had put
+    the encoder, the slowest stage, at nice 19) and ONNX Runtime gets half the cores."""
+    policy = ThreadPolicy(0, cores=4, on_cpu=False)
+    changes = _feed(policy, [idle_child.pid], busy_s=0.01,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert [c for c in changes if c is not None] == [2]
+    assert policy.decided and policy.ffmpeg_nice == 0 and (policy.lanes, policy.threads) == (1, 2)
+    assert "ONNX Runtime gets 2 of 4 cores" in policy.reason
