@@ -164,3 +164,18 @@ def test_models_on_a_gpu_never_send_ffmpeg_back(idle_child):
     assert [c for c in changes if c is not None] == [2]
     assert policy.decided and policy.ffmpeg_nice == 0 and (policy.lanes, policy.threads) == (1, 2)
     assert "ONNX Runtime gets 2 of 4 cores" in policy.reason
+
+
+def test_importing_render_keeps_numpy_blas_to_one_thread():
+    """numpy's OpenBLAS would start a spinning worker per core (on the cores ffmpeg needs); render
+    sets OPENBLAS_NUM_THREADS=1 before numpy loads, unless the user set it."""
+    code = ("import os, render, numpy as np; a = np.ones((64, 64)); a @ a; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split()
+    assert out == ["1", "1"]
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True).stdout.split()
+    assert out[0] == "2"
