@@ -12,14 +12,17 @@
 #          every render);
 #   bin/   ffmpeg and ffprobe, linked statically from Debian's ffmpeg source (the version the
 #          image uses) with libx264 and NVIDIA's codec headers (NVENC, NVDEC, CUVID; the driver's
-#          libraries are loaded at run time), so the renders need nothing from the machine.
+#          libraries are loaded at run time), so the renders need only the machine's C library.
 # FILE.sha256 is written beside it; --split SIZE also cuts FILE into FILE.part-aa, -ab, ... of
 # at most SIZE (split's units) for a transfer that takes limited sizes; gpu_check.sh --bundle
 # joins them again and checks the SHA-256.
 #
 # Needs: pip, apt-get source (a deb-src line), Debian's build dependencies named below, about
-# 10-20 minutes on 2 cores for ffmpeg (FFMPEG_BUILD=DIR reuses a finished build: DIR/bin/ffmpeg).
+# 10-20 minutes on 2 cores for ffmpeg, built in FFMPEG_BUILD (default /tmp/gpu-bundle-ffmpeg),
+# which a later run reuses when it holds bin/ffmpeg and bin/ffprobe. The binaries link only the
+# C library (glibc ≥ Debian 12's 2.36).
 set -euo pipefail
+caller=$PWD                     # relative --out and FFMPEG_BUILD are the caller's
 cd "$(dirname "$0")/.."
 
 py_version=3.12
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
         *) echo "gpu_bundle.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-out=$(realpath -m "$out")
+out=$(cd "$caller" && realpath -m "$out")
 mkdir -p "$(dirname "$out")"
 work=$(mktemp -d /tmp/gpu-bundle.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -51,12 +54,11 @@ python3 -m pip install -q --disable-pip-version-check --no-deps --only-binary=:a
 rm -rf "$work/site/bin"
 
 echo "== ffmpeg, static, from Debian's source"
-build=${FFMPEG_BUILD:-}
-if [ -z "$build" ]; then
-    build="$work/ffmpeg"
-    mkdir -p "$build/src"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libx264-dev libffmpeg-nvenc-dev nasm \
-        dpkg-dev pkg-config >/dev/null
+build=$(cd "$caller" && realpath -m "${FFMPEG_BUILD:-/tmp/gpu-bundle-ffmpeg}")
+if [ ! -x "$build/bin/ffmpeg" ] || [ ! -x "$build/bin/ffprobe" ]; then
+    rm -rf "$build" && mkdir -p "$build/src"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential libx264-dev \
+        libffmpeg-nvenc-dev zlib1g-dev nasm dpkg-dev pkg-config >/dev/null
     (cd "$build/src" && apt-get source -qq --download-only ffmpeg)
     tar -C "$build/src" -xf "$build"/src/ffmpeg_*.orig.tar.xz
     # libx264 and zlib linked in from their static archives (a folder that holds only those is
@@ -74,9 +76,12 @@ if [ -z "$build" ]; then
 fi
 install -m 755 "$build/bin/ffmpeg" "$build/bin/ffprobe" "$work/bin/"
 strip "$work/bin/ffmpeg" "$work/bin/ffprobe"
-if ldd "$work/bin/ffmpeg" | grep -vqE 'linux-vdso|libc\.so|libm\.so|ld-linux'; then
-    echo "gpu_bundle.sh: ffmpeg needs more than the C library:" >&2; ldd "$work/bin/ffmpeg" >&2; exit 1
-fi
+for exe in ffmpeg ffprobe; do
+    deps=$(ldd "$work/bin/$exe" 2>&1 || true)
+    if [ -z "$deps" ] || grep -vqE 'linux-vdso|libc\.so|libm\.so|ld-linux' <<<"$deps"; then
+        echo "gpu_bundle.sh: $exe needs more than the C library:" >&2; echo "$deps" >&2; exit 1
+    fi
+done
 "$work/bin/ffmpeg" -hide_banner -version | head -1
 
 echo "== $out"

@@ -110,7 +110,9 @@ def per_call(models: Path, providers: list[str], batches: list[int], calls: int)
              ("gfpgan_1.4", "fp32", {"input": (3, 512, 512)}, batches)]
     for name, precision, shapes, sizes in specs:
         lazy = LazySession(lambda p=models / f"{name}.onnx", f=precision == "fp16":
-                           factory.create(p, fp16=f))
+                           factory.create(p, fp16=f),
+                           fallback=lambda only, p=models / f"{name}.onnx", f=precision == "fp16":
+                           factory.create(p, fp16=f, providers=only))
         dtype = np.float16 if precision == "fp16" else np.float32
         for b in sizes:
             feed = {k: np.random.RandomState(b).rand(b, *s).astype(dtype) for k, s in shapes.items()}
@@ -138,8 +140,10 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
                            stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        return {"overrides": overrides, "rc": "timeout", "wall_s": timeout,
-                "log": [ln for ln in err.splitlines() if ln.strip()][-8:] + [f"killed after {timeout:g}s"]}
+        lines = [ln for ln in err.splitlines() if ln.strip()] + [f"killed after {timeout:g}s"]
+        return {"overrides": overrides, "rc": "timeout", "wall_s": timeout, "log": lines[-8:],
+                "stderr": lines[:400], "stdout": [],
+                "notes": [ln for ln in lines if any(k in ln.lower() for k in NOTE_WORDS)]}
     wall = time.perf_counter() - t0
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     row: dict[str, Any] = {"overrides": overrides, "rc": p.returncode, "wall_s": wall,

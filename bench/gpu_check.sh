@@ -20,6 +20,7 @@
 #
 # Without a GPU, `bench/gpu_check.sh -- --cpu` is the dry run of every step on the CPU provider.
 set -uo pipefail
+caller=$PWD                     # relative --wheels, --bundle and --out are the caller's
 cd "$(dirname "$0")/.."
 
 wheels=""
@@ -34,6 +35,8 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
+resolve() { [ -z "$1" ] || (cd "$caller" && realpath -m "$1"); }
+out=$(resolve "$out"); wheels=$(resolve "$wheels"); bundle=$(resolve "$bundle")
 mkdir -p "$out"
 site=/tmp/render-gpu-check-site
 py=${PYTHON:-python3}
@@ -50,6 +53,8 @@ if [ -n "$bundle" ]; then
     if [ -f "$bundle.sha256" ]; then
         (cd "$(dirname "$bundle")" && sha256sum -c --quiet "$(basename "$bundle").sha256") \
             || { echo "gpu_check.sh: $bundle does not match its SHA-256" >&2; exit 2; }
+    else
+        echo "WARNING: no $bundle.sha256 beside the bundle: its SHA-256 is NOT checked"
     fi
     unpacked=/tmp/render-gpu-check-bundle
     rm -rf "$unpacked" && mkdir -p "$unpacked"
@@ -85,7 +90,11 @@ have cv2 || need+=(opencv-python-headless)
 have yaml || need+=(pyyaml)
 gpu_pkgs=(onnxruntime-gpu nvidia-ml-py)
 case " $* " in *" --cpu "*) gpu_pkgs=() ;; esac
-[ -n "$bundle" ] && gpu_pkgs=()
+if [ -n "$bundle" ]; then       # offline: report what is missing instead of asking PyPI
+    gpu_pkgs=()
+    [ ${#need[@]} -gt 0 ] && echo "WARNING: missing here and not in the bundle: ${need[*]}"
+    need=()
+fi
 if [ ${#gpu_pkgs[@]} -gt 0 ] || [ ${#need[@]} -gt 0 ]; then
     if [ -n "$wheels" ]; then
         src=(--no-index --find-links "$wheels")

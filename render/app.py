@@ -255,8 +255,10 @@ class Models:
 
     def _lazy(self, entry: ModelEntry) -> LazySession:
         path = self.store.path(entry)
-        return LazySession(lambda: self.factory.create(path, fp16=entry.precision == "fp16",
-                                                       sha256=entry.sha256))
+        fp16 = entry.precision == "fp16"
+        return LazySession(lambda: self.factory.create(path, fp16=fp16, sha256=entry.sha256),
+                           fallback=lambda providers: self.factory.create(
+                               path, fp16=fp16, sha256=entry.sha256, providers=providers))
 
 
 # -- source face ----------------------------------------------------------------------------------

@@ -338,10 +338,15 @@ class SessionFactory:
         so.log_severity_level = 3
         return so
 
-    def provider_options(self, *, fp16: bool) -> list[tuple[str, dict[str, Any]]]:
+    def provider_options(self, *, fp16: bool, only: list[str] | None = None
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """(provider, options) in order: this render's providers, or those of them in ``only``
+        (a model that fell back keeps its remaining providers' options, the arena cap too)."""
         out: list[tuple[str, dict[str, Any]]] = []
         s = self.settings
         for name in self.providers:
+            if only is not None and name not in only:
+                continue
             if name == "TensorrtExecutionProvider":
                 if self._trt_dir is None:
                     self._trt_dir = trt_cache_dir(self.cache_dir)
@@ -367,13 +372,15 @@ class SessionFactory:
                 out.append((name, {}))
         return out
 
-    def create(self, path: Path, *, fp16: bool = False, sha256: str = "") -> ort.InferenceSession:
+    def create(self, path: Path, *, fp16: bool = False, sha256: str = "",
+               providers: list[str] | None = None) -> ort.InferenceSession:
         """A session of the model at ``path``; with its ``sha256`` and the graph cache on, from
-        the saved optimised graph, saving it first when there is none (:mod:`render.graphcache`)."""
+        the saved optimised graph, saving it first when there is none (:mod:`render.graphcache`).
+        ``providers``: only these of the render's providers (a model that fell back)."""
         graphs = self.graphs if sha256 and self.graphs is not None and self.graphs.wanted(path) \
-            else None
+            and providers is None else None
         if graphs is None:
-            return self._session(path, self.session_options(), fp16=fp16)
+            return self._session(path, self.session_options(), fp16=fp16, only=providers)
         key = graphs.key(sha256, ort.__version__, self.execution.graph_optimization)
         saved = graphs.lookup(key)
         target: Path | None = None
@@ -403,19 +410,29 @@ class SessionFactory:
                       exc_info=True)
             return self._session(path, self.session_options(), fp16=fp16)
 
-    def _session(self, path: Path, so: ort.SessionOptions, *, fp16: bool) -> ort.InferenceSession:
+    def _session(self, path: Path, so: ort.SessionOptions, *, fp16: bool,
+                 only: list[str] | None = None) -> ort.InferenceSession:
         """The session on the first provider in order that loads the model. A provider that
         fails (CUDA out of memory, a driver or cuDNN error) is said in one warning line, with
         ONNX Runtime's reason, and the next one is tried; a bad model file fails at once.
         ONNX Runtime's own fallback is off: it switches to the CPU and prints why on stdout,
-        which left a model on the CPU of a GPU render with nothing in the log."""
-        providers = self.provider_options(fp16=fp16)
+        which left a model on the CPU of a GPU render with nothing in the log. A provider whose
+        libraries do not load makes no error (ONNX Runtime warns on stderr and leaves it out):
+        that too is one warning line here."""
+        providers = self.provider_options(fp16=fp16, only=only)
         while True:
             try:
-                return ort.InferenceSession(str(path), sess_options=so,
-                                            providers=[p for p, _ in providers],
-                                            provider_options=[o for _, o in providers],
-                                            enable_fallback=0)
+                session = ort.InferenceSession(str(path), sess_options=so,
+                                               providers=[p for p, _ in providers],
+                                               provider_options=[o for _, o in providers],
+                                               enable_fallback=0)
+                got = getattr(session, "get_providers", None)
+                got = list(got()) if got else []
+                if got and providers[0][0] not in got:
+                    log.warning("%s: the %s provider could not be used (ONNX Runtime left it out: "
+                                "its libraries did not load): running on %s", path.name,
+                                _short(providers[0][0]), ", ".join(_short(p) for p in got))
+                return session
             except Interrupted:
                 raise                      # SIGTERM while loading: not a broken model
             except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
@@ -438,11 +455,18 @@ class LazySession:
     On a GPU provider, :meth:`run` uses ONNX Runtime's I/O binding: the inputs are copied to the
     device once and the outputs are written to buffers on the device that ONNX Runtime reuses
     from call to call, then copied back in one step. If binding fails (an older ONNX Runtime, a
-    provider that refuses it), one line says so and the session runs plainly from then on.
+    provider that refuses it), one line says so and the session runs plainly from then on. A call
+    that fails on a GPU provider moves the model to its remaining providers (``fallback``, see
+    :meth:`_fall_back`).
     """
 
-    def __init__(self, create: Callable[[], ort.InferenceSession]) -> None:
+    def __init__(self, create: Callable[[], ort.InferenceSession], *,
+                 fallback: Callable[[list[str]], ort.InferenceSession] | None = None) -> None:
         self._create = create
+        #: makes the session on only the given providers (a call failed on a GPU provider)
+        self._fallback = fallback
+        #: the providers this model was moved to after such a failure (kept across release())
+        self._only: list[str] | None = None
         self._session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
         #: the execution providers the session actually got (None until it was created)
@@ -458,29 +482,35 @@ class LazySession:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    self._session = self._create()
-                    providers = getattr(self._session, "get_providers", None)
-                    self.providers = list(providers()) if providers else None
-                    self.io_binding = bool(self.providers) and self.providers[0] in DEVICE_PROVIDERS
+                    self._adopt(self._create() if self._only is None or self._fallback is None
+                                else self._fallback(self._only))
         return self._session
+
+    def _adopt(self, session: ort.InferenceSession) -> None:
+        self._session = session
+        providers = getattr(session, "get_providers", None)
+        self.providers = list(providers()) if providers else None
+        self.io_binding = bool(self.providers) and self.providers[0] in DEVICE_PROVIDERS
 
     def run(self, feed: dict[str, Any]) -> list[Any]:
         """All outputs of one call, timed (``calls``, ``run_seconds``: the model's own cost inside
         a render, comparable with the same model run alone)."""
         session = self.session
-        on = (self.providers or ["?"])[0]
         t0 = time.perf_counter()
         try:
-            out = self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
-        except Exception as exc:  # noqa: BLE001 - ORT's exception types are not importable by name
-            if type(exc).__name__ != "EPFail":
-                raise
-            out = self._fall_back(session, feed, exc, on)
+            out = self._call(session, feed)
+        except Interrupted:
+            raise
+        except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
+            out = self._call(self._fall_back(session, exc), feed)
         dt = time.perf_counter() - t0
         with self._lock:                   # lanes call one session from several threads
             self.run_seconds += dt
             self.calls += 1
         return out
+
+    def _call(self, session: ort.InferenceSession, feed: dict[str, Any]) -> list[Any]:
+        return self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
 
     def _run_bound(self, session: ort.InferenceSession, feed: dict[str, Any]) -> list[Any]:
         try:
@@ -489,36 +519,31 @@ class LazySession:
                 binding.bind_cpu_input(name, value)
             for output in session.get_outputs():
                 binding.bind_output(output.name, "cuda")
-            session.run_with_iobinding(binding)
-            return binding.copy_outputs_to_cpu()
         except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
-            if type(exc).__name__ == "EPFail":
-                raise                      # the provider failed, not the binding: run() falls back
             log.info("I/O binding on %s failed (%s): plain runs from now on",
                      (self.providers or ["?"])[0], _first_line(exc))
             self.io_binding = False
             return session.run(None, feed)
+        session.run_with_iobinding(binding)   # a failure here is the model's: run() handles it
+        return binding.copy_outputs_to_cpu()
 
-    def _fall_back(self, session: ort.InferenceSession, feed: dict[str, Any],
-                   exc: Exception, failed: str) -> list[Any]:
-        """A call that failed inside its provider (ONNX Runtime's EPFail: a CUDA or cuDNN error)
-        runs again on the session's next providers, said in one warning line; ONNX Runtime's own
-        fallback (silent, on stdout) is off. With no provider left the error is raised."""
+    def _fall_back(self, session: ort.InferenceSession, exc: Exception) -> ort.InferenceSession:
+        """The session to run a call again on after it failed on a GPU provider (a CUDA or cuDNN
+        error, CUDA out of memory, TensorRT's EPFail): the model is made again on the remaining
+        providers, with their own options, said in one warning line, and stays there for the
+        rest of the render. A call that fails on the CPU, or on the last provider, raises."""
         with self._lock:
-            current = list(session.get_providers())
-            if current and current[0] != failed:
-                pass                       # another lane switched it already
-            elif len(current) < 2:
+            if self._session is not None and self._session is not session:
+                return self._session       # another lane moved it already
+            current = self.providers or []
+            if self._fallback is None or len(current) < 2 or current[0] not in DEVICE_PROVIDERS:
                 raise exc
-            else:
-                log.warning("the %s provider failed in a call (%s): this model runs on %s from now "
-                            "on", _short(current[0]), _first_line(exc),
-                            ", ".join(_short(p) for p in current[1:]))
-                session.set_providers(current[1:])
-                current = list(session.get_providers())
-            self.providers = current
-            self.io_binding = bool(current) and current[0] in DEVICE_PROVIDERS
-        return self._run_bound(session, feed) if self.io_binding else session.run(None, feed)
+            rest = current[1:]
+            log.warning("the %s provider failed in a call (%s): this model runs on %s from now "
+                        "on", _short(current[0]), _first_line(exc), ", ".join(_short(p) for p in rest))
+            self._only = rest
+            self._adopt(self._fallback(rest))
+            return self._session
 
     @property
     def loaded(self) -> bool:

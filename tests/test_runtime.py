@@ -481,64 +481,100 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
         _factory(tmp_path, available=ALL, **{"execution.providers": "cpu"}).create(path)
 
 
-def test_a_provider_failing_in_a_call_moves_the_model_to_the_next_with_one_line(tmp_path, caplog):
-    """ONNX Runtime's EPFail in a call (a CUDA or cuDNN error while running): the session is moved to
-    its next providers with one warning line and the call runs again there; later calls run there
-    too (no more binding on a CPU provider); with no provider left the error is raised."""
+def test_a_gpu_call_that_fails_moves_the_model_to_its_next_providers_with_one_line(tmp_path, caplog):
+    """A call that fails on a GPU provider (ONNX Runtime raises CUDA and cuDNN errors as Fail or, from
+    a bound run, RuntimeError; TensorRT's as EPFail): the model is made again on its remaining
+    providers (the fallback, which keeps their options), one warning line says so, the call runs
+    again there and so do later calls, also after release(); a call that fails on the CPU raises."""
     import numpy as np
     import onnxruntime as ort
-    from onnxruntime.capi.onnxruntime_pybind11_state import EPFail
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail
 
     path = _identity_model(tmp_path / "relu.onnx")
 
     class FailsOnCuda:
-        """A real CPU session that reports CUDA first and fails its calls there, as a CUDA session
-        whose kernels fail does, until it is moved off CUDA."""
+        """A real CPU session that reports CUDA first and whose calls fail as CUDA's do."""
 
         def __init__(self):
             self._s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            self.on = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-            self.moves: list[list[str]] = []
 
         def get_providers(self):
-            return list(self.on)
-
-        def set_providers(self, providers):
-            self.moves.append(list(providers))
-            self.on = list(providers)
-
-        def _fail_on_cuda(self):
-            if self.on[0] == "CUDAExecutionProvider":
-                raise EPFail("[ONNXRuntimeError] : 11 : EP_FAIL : CUDNN failure 4: "
-                             "CUDNN_STATUS_INTERNAL_ERROR\nmore")
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
         def run(self, names, feed):
-            self._fail_on_cuda()
-            return self._s.run(names, feed)
+            raise Fail("[ONNXRuntimeError] : 1 : FAIL : CUDNN failure 4: CUDNN_STATUS_INTERNAL_ERROR")
 
         def run_with_iobinding(self, binding):
-            self._fail_on_cuda()
-            return self._s.run_with_iobinding(binding)
+            raise RuntimeError("Error in execution: CUDA failure 2: out of memory\nmore")
 
         def __getattr__(self, name):
             return getattr(self._s, name)
 
+    made: list[list[str]] = []
+
+    def fallback(providers):
+        made.append(list(providers))
+        return ort.InferenceSession(str(path), providers=providers)
+
     caplog.set_level(logging.INFO, logger="render")
     x = np.array([[3.0, -1.0, 0.5, -2.0]], np.float32)
-    lazy = LazySession(FailsOnCuda)
-    assert lazy.io_binding is False and lazy.session and lazy.io_binding is True
+    lazy = LazySession(FailsOnCuda, fallback=fallback)
+    assert lazy.session and lazy.io_binding is True
     for _ in range(3):
         np.testing.assert_array_equal(lazy.run({"x": x})[0], np.maximum(x, 0))
-    assert lazy.session.moves == [["CPUExecutionProvider"]]
+    assert made == [["CPUExecutionProvider"]]
     assert lazy.providers == ["CPUExecutionProvider"] and lazy.io_binding is False and lazy.calls == 3
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
-    assert lines == ["the cuda provider failed in a call ([ONNXRuntimeError] : 11 : EP_FAIL : CUDNN "
-                     "failure 4: CUDNN_STATUS_INTERNAL_ERROR): this model runs on cpu from now on"]
+    assert lines == ["the cuda provider failed in a call (Error in execution: CUDA failure 2: out of "
+                     "memory): this model runs on cpu from now on"]
+    lazy.release()                                   # made again where it was moved to
+    np.testing.assert_array_equal(lazy.run({"x": x})[0], np.maximum(x, 0))
+    assert made == [["CPUExecutionProvider"]] * 2 and len(caplog.records) == 1
 
-    class OnlyCuda(FailsOnCuda):
-        def __init__(self):
-            super().__init__()
-            self.on = ["CUDAExecutionProvider"]
+    plain = LazySession(FailsOnCuda, fallback=fallback)
+    plain.session
+    plain.io_binding = False                         # a plain run: CUDA's errors come as Fail
+    np.testing.assert_array_equal(plain.run({"x": x})[0], np.maximum(x, 0))
+    assert "CUDNN failure 4" in caplog.records[-1].getMessage()
 
-    with pytest.raises(EPFail):
-        LazySession(OnlyCuda).run({"x": x})
+    with pytest.raises(RuntimeError, match="CUDA failure 2"):
+        LazySession(FailsOnCuda).run({"x": x})       # nowhere to go: the error itself
+    on_cpu = LazySession(lambda: ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]),
+                         fallback=fallback)
+    caplog.clear()
+    with pytest.raises(Exception, match="invalid dimensions"):
+        on_cpu.run({"x": np.zeros((1, 3), np.float32)})
+    assert not caplog.records and len(made) == 3     # no fallback for a CPU session's error
+
+
+def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_out_is_said(
+        tmp_path, monkeypatch, caplog):
+    """The fallback's session gets the remaining providers with their own options (profile low's
+    CUDA arena cap); a provider that ONNX Runtime leaves out without an error (its libraries did not
+    load: it only warns on stderr) is one warning line too."""
+    import onnxruntime as ort
+
+    import render.runtime as runtime
+
+    path = _identity_model(tmp_path / "relu.onnx")
+    real = ort.InferenceSession
+    seen = []
+
+    class Session:
+        def __init__(self, model, sess_options=None, providers=None, provider_options=None, **kw):
+            seen.append(list(zip(providers, provider_options)))
+            self._s = real(model, sess_options=sess_options, providers=["CPUExecutionProvider"])
+
+        def get_providers(self):
+            return ["CPUExecutionProvider"]
+
+    monkeypatch.setattr(runtime.ort, "InferenceSession", Session)
+    caplog.set_level(logging.INFO, logger="render")
+    f = _factory(tmp_path, available=ALL, profile="low")
+    f.create(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    (cuda, cpu), = seen
+    assert cuda[0] == "CUDAExecutionProvider" and cuda[1]["gpu_mem_limit"] == 2560 << 20
+    assert cpu == ("CPUExecutionProvider", {})
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert lines == ["relu.onnx: the cuda provider could not be used (ONNX Runtime left it out: its "
+                     "libraries did not load): running on cpu"]

@@ -166,6 +166,7 @@ def test_models_on_a_gpu_never_send_ffmpeg_back(idle_child):
     assert "ONNX Runtime gets 2 of 4 cores" in policy.reason
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts no worker on one core")
 def test_importing_render_keeps_numpy_blas_to_one_thread():
     """numpy's OpenBLAS would start a spinning worker per core (on the cores ffmpeg needs); render
     sets OPENBLAS_NUM_THREADS=1 before numpy loads, unless the user set it."""

@@ -324,7 +324,8 @@ class FaceFinder:
                 entry = store.verify_required([(cfg.detect.model, "fp32")])[(cfg.detect.model, "fp32")]
                 factory = SessionFactory(cfg.execution, cfg.cache_path)
                 path = store.path(entry)
-                lazy = LazySession(lambda: factory.create(path, fp16=False))
+                lazy = LazySession(lambda: factory.create(path, fp16=False),
+                                   fallback=lambda only: factory.create(path, providers=only))
                 self._detectors[key] = Detector(lazy, entry.contract, size=cfg.detect.size,
                                                 score=cfg.detect.score, nms_iou=cfg.detect.nms)
             return self._detectors[key]
