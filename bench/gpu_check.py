@@ -98,7 +98,7 @@ def per_call(models: Path, providers: list[str], batches: list[int], calls: int)
     import numpy as np
 
     from render.config import load_config
-    from render.runtime import LazySession, SessionFactory
+    from render.runtime import SessionFactory
 
     cfg = load_config({"execution.providers": ",".join(providers), "profile": "moderate"}, env={})
     factory = SessionFactory(cfg.execution, cfg.cache_path)
@@ -109,10 +109,7 @@ def per_call(models: Path, providers: list[str], batches: list[int], calls: int)
              ("inswapper_128_fp16", "fp16", {"target": (3, 128, 128), "source": (512,)}, batches),
              ("gfpgan_1.4", "fp32", {"input": (3, 512, 512)}, batches)]
     for name, precision, shapes, sizes in specs:
-        lazy = LazySession(lambda p=models / f"{name}.onnx", f=precision == "fp16":
-                           factory.create(p, fp16=f),
-                           fallback=lambda only, p=models / f"{name}.onnx", f=precision == "fp16":
-                           factory.create(p, fp16=f, providers=only))
+        lazy = factory.lazy(models / f"{name}.onnx", fp16=precision == "fp16")
         dtype = np.float16 if precision == "fp16" else np.float32
         for b in sizes:
             feed = {k: np.random.RandomState(b).rand(b, *s).astype(dtype) for k, s in shapes.items()}

@@ -255,10 +255,7 @@ class Models:
 
     def _lazy(self, entry: ModelEntry) -> LazySession:
         path = self.store.path(entry)
-        fp16 = entry.precision == "fp16"
-        return LazySession(lambda: self.factory.create(path, fp16=fp16, sha256=entry.sha256),
-                           fallback=lambda providers: self.factory.create(
-                               path, fp16=fp16, sha256=entry.sha256, providers=providers))
+        return self.factory.lazy(path, fp16=entry.precision == "fp16", sha256=entry.sha256)
 
 
 # -- source face ----------------------------------------------------------------------------------

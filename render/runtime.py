@@ -177,7 +177,8 @@ class ThreadPolicy:
       frame against ffmpeg's 16-57, and the encoder was the render's slowest stage): one lane
       (handing batches to lane threads costs CPU that ffmpeg needs: null models 0.81 against
       0.88 of the floor), and ONNX Runtime gets half the cores; its sessions on the CPU
-      provider are recreated with that at their next call if it changes their threads. ffmpeg keeps the rest at normal priority.
+      provider are recreated with that at their next call if it changes their threads. ffmpeg
+      keeps the rest at normal priority.
 
     **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
     threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
@@ -410,6 +411,13 @@ class SessionFactory:
                       exc_info=True)
             return self._session(path, self.session_options(), fp16=fp16)
 
+    def lazy(self, path: Path, *, fp16: bool = False, sha256: str = "") -> "LazySession":
+        """The model at ``path`` as a :class:`LazySession` that can fall back to this render's
+        later providers."""
+        return LazySession(lambda: self.create(path, fp16=fp16, sha256=sha256),
+                           fallback=lambda only: self.create(path, fp16=fp16, sha256=sha256,
+                                                             providers=only))
+
     def _session(self, path: Path, so: ort.SessionOptions, *, fp16: bool,
                  only: list[str] | None = None) -> ort.InferenceSession:
         """The session on the first provider in order that loads the model. A provider that
@@ -482,7 +490,7 @@ class LazySession:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    self._adopt(self._create() if self._only is None or self._fallback is None
+                    self._adopt(self._create() if self._only is None
                                 else self._fallback(self._only))
         return self._session
 

@@ -313,7 +313,7 @@ class FaceFinder:
         from ..faces.detect import Detector
         from ..models.manifest import load_manifest
         from ..models.store import ModelStore, default_stamp_dir
-        from ..runtime import LazySession, SessionFactory
+        from ..runtime import SessionFactory
 
         key = (str(cfg.models_dir), tuple(cfg.models.manifest), cfg.detect.model, cfg.detect.size,
                cfg.detect.score, cfg.detect.nms)
@@ -324,8 +324,6 @@ class FaceFinder:
                 entry = store.verify_required([(cfg.detect.model, "fp32")])[(cfg.detect.model, "fp32")]
                 factory = SessionFactory(cfg.execution, cfg.cache_path)
                 path = store.path(entry)
-                lazy = LazySession(lambda: factory.create(path, fp16=False),
-                                   fallback=lambda only: factory.create(path, providers=only))
-                self._detectors[key] = Detector(lazy, entry.contract, size=cfg.detect.size,
+                self._detectors[key] = Detector(factory.lazy(path), entry.contract, size=cfg.detect.size,
                                                 score=cfg.detect.score, nms_iou=cfg.detect.nms)
             return self._detectors[key]
