@@ -223,7 +223,7 @@ class Models:
         self.factory = SessionFactory(cfg.execution, cfg.cache_path)
         #: who gets the cores (ONNX Runtime or ffmpeg), decided once by the first render
         self.threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
-                                    on_cpu=self.factory.providers[0] == "CPUExecutionProvider")
+                                    on_cpu=self.on_cpu)
         self.factory.threads = self.threads.threads
         cv2.setNumThreads(self.threads.threads)
         self.settings = strategy(cfg.execution)
@@ -235,6 +235,16 @@ class Models:
         self.swapper = Swapper(self._lazy(self.swapper_entry), emap)
         self.enhancer = Enhancer(self._lazy(self.enhancer_entry), cfg.enhance.blend) \
             if self.enhancer_entry is not None else None
+
+    def on_cpu(self) -> bool:
+        """Whether the models run on the CPU provider: the providers the swapper's session (else
+        the enhancer's, else the detector's) actually got, once it exists — a GPU provider that
+        failed at creation or in a call leaves the model on the CPU — else the configured first."""
+        for name in ("swapper", "enhancer", "detector"):
+            lazy = getattr(getattr(self, name, None), "lazy", None)
+            if lazy is not None and lazy.providers:
+                return lazy.providers[0] == "CPUExecutionProvider"
+        return self.factory.providers[0] == "CPUExecutionProvider"
 
     def apply_threads(self) -> None:
         """Sessions on the CPU provider are recreated at their next call with the policy's threads;

@@ -200,12 +200,15 @@ class ThreadPolicy:
     NICE = 19
 
     def __init__(self, fixed: int, cores: int | None = None, *, lanes: int = 0,
-                 on_cpu: bool = True) -> None:
+                 on_cpu: bool | Callable[[], bool] = True) -> None:
         self.cores = cores or cpu_count()
         auto = not fixed and self.cores >= 2
+        #: where the models run: asked again when the window closes, since a GPU provider that
+        #: failed (at creation or in a call) leaves them on the CPU (render.app.Models.on_cpu)
+        self._on_cpu: Callable[[], bool] = on_cpu if callable(on_cpu) else (lambda: on_cpu)
+        self.on_cpu = self._on_cpu()
         #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
-        self.lanes = lanes or (self.LANES if auto and on_cpu else 1)
-        self.on_cpu = on_cpu
+        self.lanes = lanes or (self.LANES if auto and self.on_cpu else 1)
         self._lanes_fixed = bool(lanes)
         #: ONNX Runtime's intra-op threads per model call
         self.threads = fixed or max(1, self.cores // self.lanes)
@@ -238,6 +241,7 @@ class ThreadPolicy:
         if n < self.WINDOW and (n < self.MIN_FRAMES or own + ffmpeg < self.MIN_CPU_S):
             return None
         self.decided = True
+        self.on_cpu = self._on_cpu()
         figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
         if self.on_cpu and own >= self.MODELS_FIRST * ffmpeg:
             self.ffmpeg_nice = self.NICE

@@ -166,6 +166,35 @@ def test_models_on_a_gpu_never_send_ffmpeg_back(idle_child):
     assert "ONNX Runtime gets 2 of 4 cores" in policy.reason
 
 
+def test_models_that_fell_back_from_the_gpu_to_the_cpu_get_the_cpu_policy(idle_child):
+    """Configured for a GPU (one lane, all cores), but the models ended up on the CPU provider (a
+    GPU provider failed): where they run is asked again when the window closes, and real models
+    on the CPU keep their threads while ffmpeg steps back."""
+    where = {"cpu": False}
+    policy = ThreadPolicy(0, cores=2, on_cpu=lambda: where["cpu"])
+    assert not policy.on_cpu and (policy.lanes, policy.threads) == (1, 2)
+    where["cpu"] = True                               # the sessions were made on the CPU provider
+    changes = _feed(policy, [idle_child.pid], busy_s=0.01,
+                    frames=ThreadPolicy.WARMUP + ThreadPolicy.WINDOW + 1)
+    assert all(c is None for c in changes)
+    assert policy.decided and policy.on_cpu and policy.ffmpeg_nice == ThreadPolicy.NICE
+    assert (policy.lanes, policy.threads) == (1, 2)
+
+
+def test_models_report_where_their_sessions_actually_run(standin_models, tmp_path):
+    from render.app import Models
+    from render.config import load_config
+
+    cfg = load_config({"profile": "low", "execution.providers": "cpu",
+                       "models.dir": str(standin_models), "cache_dir": str(tmp_path)}, env={})
+    models = Models(cfg)
+    assert models.on_cpu() and models.threads.on_cpu            # nothing loaded: the configured
+    models.detector.lazy.providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert not models.on_cpu()                                  # the only session made so far
+    models.swapper.lazy.providers = ["CPUExecutionProvider"]    # the swapper fell back
+    assert models.on_cpu()
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts no worker on one core")
 def test_importing_render_keeps_numpy_blas_to_one_thread():
     """numpy's OpenBLAS would start a spinning worker per core (on the cores ffmpeg needs); render
