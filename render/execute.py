@@ -390,10 +390,7 @@ class Executor:
         seg_times = StageTimes()
         stage = self.make_stage(seg_times)
         t0 = time.perf_counter()
-        # stream() holds at most frames_in_flight frames: a pool two larger is never overwritten
-        # while a frame is still in use (tests/test_pipeline.py)
-        with FrameReader(seg.decode, plan.width, plan.height,
-                         buffers=self.frames_in_flight + 2) as reader, \
+        with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
             frames = stream(reader, writer.write, self._with_policy(stage.prepare, reader, writer),
                             frames_in_flight=self.frames_in_flight, times=seg_times,

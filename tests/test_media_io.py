@@ -26,7 +26,6 @@ from render.media import (
     image_encode_args,
     probe,
 )
-from render.media.reader import frame_pool
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
                                 reason="ffmpeg/ffprobe not installed")
@@ -245,18 +244,6 @@ def test_reader_buffer_ring(media):
     with FrameReader(decode_args(info), W, H, buffers=2) as r:
         ids = [id(f) for f in r]
     assert len(ids) == 50 and len(set(ids)) == 2
-
-
-def test_frame_pool_frames_are_separate_and_start_on_a_huge_page():
-    pool = frame_pool(5, 37, 61)                     # odd sizes: frames not page multiples
-    assert [f.shape for f in pool] == [(37, 61, 3)] * 5 and all(f.dtype == np.uint8 for f in pool)
-    for i, f in enumerate(pool):
-        f[...] = i + 1
-    assert [int(f.min()) for f in pool] == [int(f.max()) for f in pool] == [1, 2, 3, 4, 5]
-    assert not any(np.shares_memory(a, b) for i, a in enumerate(pool) for b in pool[i + 1:])
-    if os.name == "posix":
-        assert pool[0].ctypes.data % (2 << 20) == 0
-    assert frame_pool(0, 4, 4) == []
 
 
 def test_reader_trim_and_scale(media):

@@ -15,7 +15,6 @@ from render.faces.enhance import Enhancer
 from render.faces.mask import make_mask
 from render.faces.swap import Swapper, read_emap
 from render.faces.types import Face
-from render.media.reader import frame_pool
 from render.pipeline import FaceStage, StageTimes, run_batched, stream
 from render.runtime import LazySession
 
@@ -62,36 +61,6 @@ def test_frames_in_flight_never_exceed_the_setting(in_flight):
     n = stream(numbered.frames(), write, process, frames_in_flight=in_flight, times=StageTimes())
     assert n == 40 and numbered.out == list(range(40))          # every frame, in order
     assert numbered.max <= in_flight
-
-
-@pytest.mark.parametrize("in_flight,lanes", [(1, 1), (4, 1), (4, 2), (9, 2)])
-def test_a_pool_two_frames_larger_than_in_flight_is_never_overwritten_early(in_flight, lanes):
-    """The executor reads into a pool of frames_in_flight + 2 arrays (FrameReader's buffers), as
-    the decoder would: each array is refilled in place. Every frame must reach the writer, after
-    its lane's work, with its own number still in it."""
-    pool = frame_pool(in_flight + 2, 4, 4)
-
-    def frames():
-        for i in range(60):
-            frame = pool[i % len(pool)]
-            frame[...] = i
-            yield frame
-
-    out = []
-
-    def write(frame):
-        time.sleep(0.001 if len(out) % 3 else 0.004)     # an encoder that stalls now and then
-        out.append((int(frame[0, 0, 0]), int(frame[3, 3, 2])))
-
-    def prepare(batch):
-        def rest():
-            time.sleep(0.002)
-            for f in batch:
-                f[3, 3, 2] = f[0, 0, 0]
-        return rest
-
-    n = stream(frames(), write, prepare, frames_in_flight=in_flight, times=StageTimes(), lanes=lanes)
-    assert n == 60 and out == [(i, i) for i in range(60)]
 
 
 def test_a_failing_writer_stops_the_stream():

@@ -182,37 +182,6 @@ def run_tool(argv: Sequence[str], what: str, *, timeout: float | None = None,
     return tail.text
 
 
-HUGE_PAGE = 2 << 20
-
-
-def frame_pool(count: int, height: int, width: int) -> list[np.ndarray]:
-    """``count`` (height, width, 3) uint8 frames laid end to end in one private anonymous mapping
-    that the kernel is asked to back with transparent huge pages (``MADV_HUGEPAGE``; Linux's
-    default THP mode, ``madvise``, gives them only to memory that asks).
-
-    Every frame crosses two pipes (decoder → renderer → encoder) and is read whole by the
-    detector's downscale; with 4 KiB pages each 720p frame spans 675 TLB entries, with 2 MiB
-    pages two. Null-model 720p render, 5 alternated pairs: 3.4 % less wall time, same bytes.
-    Where the mapping or the advice is not available the frames are plain arrays."""
-    if count <= 0:
-        return []
-    size = height * width * 3
-    try:
-        import mmap
-        region = mmap.mmap(-1, size * count + HUGE_PAGE,
-                           flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except (ImportError, AttributeError, OSError, ValueError):
-        return [np.empty((height, width, 3), np.uint8) for _ in range(count)]
-    base = np.frombuffer(region, np.uint8)       # keeps the mapping alive while a frame does
-    skip = (-base.ctypes.data) % HUGE_PAGE      # start on a huge page boundary
-    try:
-        region.madvise(mmap.MADV_HUGEPAGE, skip, size * count)
-    except (AttributeError, OSError, ValueError):
-        pass
-    return [base[skip + i * size:skip + (i + 1) * size].reshape(height, width, 3)
-            for i in range(count)]
-
-
 class FrameReader:
     """Iterate the frames an ffmpeg decoder writes to stdout (``decode_args``).
 
@@ -220,9 +189,8 @@ class FrameReader:
     arrays, filled with ``readinto`` straight from the pipe (the read is the only copy).
 
     ``buffers``: None (default) gives every frame its own array, safe to keep and queue.
-    An int N cycles through N preallocated arrays (:func:`frame_pool`): a frame is overwritten
-    N frames later, so the consumer must hold fewer than N frames at a time (e.g. a bounded
-    queue of N - 2).
+    An int N cycles through N preallocated arrays: a frame is overwritten N frames later, so
+    the consumer must hold fewer than N frames at a time (e.g. a bounded queue of N - 2).
 
     Errors: a decoder that exits non-zero raises ``error`` (MediaError by default: a bad input)
     with the file name and ffmpeg's last meaningful stderr line; a truncated last frame raises
@@ -241,7 +209,7 @@ class FrameReader:
         self.frame_size = self.width * self.height * 3
         self.name = name or input_name(self.argv)
         self._error = error
-        self._pool = frame_pool(buffers or 0, self.height, self.width)
+        self._pool = [np.empty((self.height, self.width, 3), np.uint8) for _ in range(buffers or 0)]
         self._next_buf = 0
         self.frames_read = 0
         self._eof = False
