@@ -127,6 +127,36 @@ def tune_allocator() -> bool:
         bool(mallopt(_M_TRIM_THRESHOLD, HEAP_KEEP))
 
 
+def process_threads(pid: int) -> set[int]:
+    """The thread ids of process ``pid`` (/proc/PID/task); {pid} where they cannot be listed."""
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except (OSError, ValueError):
+        return {pid}
+
+
+def renice_process(pid: int, nice: int) -> None:
+    """Every thread of process ``pid`` at ``nice``; best effort.
+
+    On Linux a nice value belongs to a thread, and ``setpriority(PRIO_PROCESS, pid)`` sets only
+    the one whose id is ``pid``: an ffmpeg child's main thread, while its decoder's and x264's
+    worker threads, started before, kept nice 0 and went on competing with the models. Threads
+    started later inherit the value of the thread that starts them; the ones started while this
+    runs are caught by listing again until no new one appears.
+    """
+    done: set[int] = set()
+    for _ in range(4):
+        todo = process_threads(pid) - done
+        if not todo:
+            return
+        for tid in todo:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+            except (OSError, AttributeError):
+                pass
+        done |= todo
+
+
 def cpu_count() -> int:
     """The CPUs this process may use."""
     try:
@@ -262,14 +292,12 @@ class ThreadPolicy:
         self._start = None
 
     def renice(self, children: list[int]) -> None:
-        """Run ``children`` (ffmpeg pids) at ``ffmpeg_nice``; best effort (a child may be gone)."""
+        """Run ``children`` (ffmpeg pids), every thread of them, at ``ffmpeg_nice``; best effort
+        (a child may be gone)."""
         if not self.ffmpeg_nice:
             return
         for pid in children:
-            try:
-                os.setpriority(os.PRIO_PROCESS, pid, self.ffmpeg_nice)
-            except (OSError, AttributeError):
-                pass
+            renice_process(pid, self.ffmpeg_nice)
 
     def summary(self) -> dict[str, Any]:
         return {"onnxruntime_threads": self.threads, "lanes": self.lanes, "cores": self.cores,

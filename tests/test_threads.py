@@ -108,6 +108,39 @@ def test_models_busier_keep_their_threads_and_ffmpeg_steps_back(idle_child):
     assert "2 lane(s) × 1 thread(s) on 2 cores, ffmpeg at nice" in policy.reason
 
 
+THREADED = ("import sys, threading, time\n"
+            "for _ in range(3):\n"
+            "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+
+
+def _nice_of_threads(pid: int) -> dict[int, int]:
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+            out[int(tid)] = int(fh.read().rsplit(")", 1)[1].split()[16])
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_ffmpeg_steps_back_with_every_thread_it_already_started():
+    """A nice value is per thread on Linux: setpriority(pid) alone left an encoder's worker
+    threads (started before the policy decided) at nice 0, competing with the models."""
+    child = subprocess.Popen([sys.executable, "-c", THREADED], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert len(_nice_of_threads(child.pid)) == 4 and set(_nice_of_threads(child.pid).values()) == {0}
+        policy = ThreadPolicy(0, cores=2)
+        policy.ffmpeg_nice = ThreadPolicy.NICE       # as decided for models busier than ffmpeg
+        policy.renice([child.pid])
+        assert _nice_of_threads(child.pid) == dict.fromkeys(_nice_of_threads(child.pid), ThreadPolicy.NICE)
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_fixed_threads_or_one_core_are_left_alone(busy_child):
     for policy in (ThreadPolicy(3, cores=8), ThreadPolicy(0, cores=1)):
         assert policy.decided and policy.lanes == 1
