@@ -8,7 +8,7 @@
 #   make classroom             the classroom page + queue worker on the GPU (docker compose up -d)
 #   make classroom-cpu                                        ... on the CPU
 #   make test                  python -m pytest -q        (the Docker tests skip without an engine)
-#   make bench                 python bench/run.py
+#   make bench                 python -m bench.run
 #   make base-image            local Debian base image without a registry (scripts/build-base-image.sh)
 #   make wheels                wheels for an offline image build into requirements/wheels/
 #   make locks                 regenerate the hash-locked requirements (pip-tools)
@@ -66,7 +66,7 @@ test:
 	$(PYTHON) -m pytest -q
 
 bench:
-	$(PYTHON) bench/run.py
+	$(PYTHON) -m bench.run
 
 base-image:
 	scripts/build-base-image.sh $(BASE_IMAGE)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The prepared GPU check (issue 13): run by ``bench/gpu_check.sh`` on a lent GPU machine.
+"""The prepared GPU check (issue 13): ``python -m bench.gpu_check``, run by ``bench/gpu_check.sh`` on a
+lent GPU machine.
 
 Prints, in this order, and writes every figure to ``--json`` when given:
 
@@ -14,7 +15,7 @@ Prints, in this order, and writes every figure to ``--json`` when given:
 4. NVDEC (``decode.hwaccel=cuda``) and NVENC (``encode.codec=h264_nvenc``): what the plan used
    and the fallback line when the driver or card lacks one (H100/H200 have NVDEC but no NVENC).
 
-It uses the SCRFD stand-in as the detector and ``tests/media_fixtures.make_clip``'s clips (the
+It uses the SCRFD stand-in as the detector and ``render.standins.media.make_clip``'s clips (the
 real YuNet and scikit-image may be absent there). TensorRT is left out by default (engine builds
 take minutes); ``--providers tensorrt,cuda,cpu`` includes it. ``--cpu`` runs every step on the CPU
 provider with a short clip: the dry run that keeps this script working on machines without a GPU.
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 GiB = 1 << 30
 #: words of a render's log lines kept as its notes (fallbacks, providers, the GPU memory cap)
@@ -81,8 +81,8 @@ def machine(providers: list[str]) -> dict[str, Any]:
 
 
 def write_models(d: Path) -> Path:
-    import realistic
-    import standins
+    from bench import realistic
+    from render import standins
 
     t0 = time.perf_counter()
     gflops = dict(realistic.REAL_GFLOPS, **{"scrfd_2.5g": 2.5})
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if not shutil.which("ffmpeg"):
         log("\nno ffmpeg here: the render steps are skipped")
     else:
-        import media_fixtures as mf
+        from render.standins import media as mf
 
         w, h = (1920, 1080) if not a.cpu else (640, 360)
         clip = work / f"clip-{w}x{h}.mp4"

@@ -1,6 +1,6 @@
 """The realistic-cost cases of ``make bench``: stand-ins that cost what the production models cost.
 
-The production files cannot be downloaded here, so the stand-ins of ``tests/standins.py`` keep each
+The production files cannot be downloaded here, so the stand-ins of ``render.standins`` keep each
 real model's I/O contract and get its per-call cost and weight size (``shared/docs/models.md``):
 
 ============== ============ ============= =========================================
@@ -59,10 +59,11 @@ def yunet_path() -> Path | None:
 
 def real_models(home: Path, log) -> Path:
     """The realistic stand-in set, written once into ``home`` (about 1.3 GB, 45 s) and reused while
-    ``tests/standins.py`` and the costs above are unchanged."""
-    import standins
+    the stand-in models' source and the costs above are unchanged."""
+    import render.standins as standins
 
-    src = (ROOT / "tests" / "standins.py").read_bytes()
+    src = b"".join(p.read_bytes() for p in sorted(Path(standins.__file__).parent.glob("*.py"))
+                   if p.name not in ("media.py", "readback.py"))
     key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB)).encode()
                          + YUNET.read_bytes()).hexdigest()[:12]
     d = home / f"models-real-{key}"
@@ -80,9 +81,9 @@ def real_models(home: Path, log) -> Path:
 
 
 def real_clip(clips_dir: Path, width: int, height: int, seconds: float, fresh: bool, log) -> tuple[Path, int]:
-    import media_fixtures as mf
+    from render.standins import media as mf
 
-    src = (ROOT / "tests" / "media_fixtures.py").read_bytes()
+    src = Path(mf.__file__).read_bytes()
     key = hashlib.sha256(src).hexdigest()[:10]
     path = clips_dir / f"photo-{width}x{height}-{seconds:g}s-{key}.mp4"
     if path.is_file() and not fresh:
@@ -101,7 +102,8 @@ def source_image(path: Path) -> Path:
     """The source face: the astronaut portrait itself (so the reference, which defaults to the
     source, matches the face in the clip)."""
     import cv2
-    import media_fixtures as mf
+
+    from render.standins import media as mf
 
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,7 +198,6 @@ if __name__ == "__main__":        # time_alone's child: one JSON spec in, one JS
     import json
     import sys
 
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     _spec = json.loads(sys.argv[1])
     print(json.dumps(time_alone_here(_spec["overrides"], Path(_spec["clip"]), _spec["threads"],
                                      calls=_spec["calls"])))

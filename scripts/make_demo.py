@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Write a demo folder: a 10 s 720p clip with audio, a source face, and stand-in models.
 
-The stand-in models are the test suite's (tests/standins.py): tiny ONNX graphs with the production
-models' exact I/O contracts, so the whole pipeline runs without downloading real weights. They
-"swap" a face by tinting it; real faces need the real models (render models fetch).
+The stand-in models are those of the tests and the benchmark (``render.standins``): tiny ONNX
+graphs with the production models' exact I/O contracts, so the whole pipeline runs without
+downloading real weights. They "swap" a face by tinting it; real faces need the real models
+(render models fetch).
 
     python scripts/make_demo.py [DIR]        (default: ./demo)
 """
@@ -12,11 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-import media_fixtures  # noqa: E402
-import standins  # noqa: E402
+from render import standins
+from render.standins import media
 
 
 def main(argv: list[str]) -> int:
@@ -24,8 +22,8 @@ def main(argv: list[str]) -> int:
     (out / "in").mkdir(parents=True, exist_ok=True)
     (out / "out").mkdir(parents=True, exist_ok=True)
     standins.write_standins(out / "models")
-    media_fixtures.make_source_image(out / "in" / "source.jpg")
-    media_fixtures.make_clip(out / "in" / "clip.mp4", width=1280, height=720, seconds=10.0)
+    media.make_source_image(out / "in" / "source.jpg")
+    media.make_clip(out / "in" / "clip.mp4", width=1280, height=720, seconds=10.0)
     sys.stdout.write(f"wrote {out}/in/clip.mp4 (10 s, 1280x720, audio), {out}/in/source.jpg and "
                      f"stand-in models in {out}/models\n")
     return 0

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
-ROOT = TESTS.parent
-sys.path.insert(0, str(TESTS))
+from render import standins
+from render.standins import media
 
-import media_fixtures  # noqa: E402
-import standins  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SHARED = ROOT.parent / "shared"
 
@@ -45,7 +43,7 @@ def workdir(tmp_path, standin_models) -> Path:
     """tmp folder with in/ (source.jpg) and out/; models and cache given through the normal keys."""
     (tmp_path / "in").mkdir()
     (tmp_path / "out").mkdir()
-    media_fixtures.make_source_image(tmp_path / "in" / "source.jpg")
+    media.make_source_image(tmp_path / "in" / "source.jpg")
     return tmp_path
 
 

@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import cli_env, model_args
 from render import cli
 from render.errors import Interrupted

@@ -8,8 +8,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-import media_fixtures as mf
-import standins
+from render import standins
+from render.standins import media as mf
 from render.faces.detect import Detector
 from render.faces.enhance import Enhancer
 from render.faces.mask import make_mask

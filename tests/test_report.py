@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import model_args, run_cli
 
 pytest.importorskip("c2pa", reason="c2pa-python is not installed (pip install c2pa-python)")

@@ -264,7 +264,7 @@ def _conv_model(path):
 
 
 def _graph_models(tmp_path):
-    import standins
+    from render import standins
 
     conv = tmp_path / "conv.onnx"
     _conv_model(conv)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import cli_env, model_args, run_cli
 
 

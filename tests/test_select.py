@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from render.faces.detect import Detector
 from render.faces.embed import Embedder
 from render.faces.select import ReferenceTracks, box_iou, select_faces

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import model_args, run_cli
 from slurm_cluster import slurm_cluster  # noqa: F401  (the module-scoped fixture)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import ROOT, cli_env, model_args, run_cli
 
 

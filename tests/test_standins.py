@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -13,10 +12,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import media_fixtures as mf  # noqa: E402
-import standins  # noqa: E402
+from render import standins
+from render.standins import media as mf
 
 STRIDES = (8, 16, 32)
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import cv2
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import run_cli
 from web_classroom import signed_in as student
 from web_classroom import FAKE_GPU, PASSWORD, Classroom, Client, Server, start_worker, stop_worker

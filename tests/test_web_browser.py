@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import cv2
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import ROOT
 from web_classroom import PASSWORD, Classroom, Client, Server, start_worker, stop_worker
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-import media_fixtures as mf
+from render.standins import media as mf
 from web_classroom import signed_in as student
 from web_classroom import PASSWORD, Classroom, Client, Server, db_bytes
 

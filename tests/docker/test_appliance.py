@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import dockerlib
-import media_fixtures as mf
-import standins
+from render import standins
+from render.standins import media as mf
 
 SERVICE = "render-cpu"
 

@@ -1,4 +1,4 @@
-"""Generated test media: clips and images with "faces" the stand-in SCRFD detector finds.
+"""Generated media for tests, the benchmark and the demo: clips and images with "faces" the stand-in SCRFD detector finds.
 
 A face is a filled square in ``FACE_COLOUR`` (BGR 60, 140, 230), optionally with two dark eye dots
 at the arcface eye positions; backgrounds are smooth grey/blue gradients (red below blue everywhere,
@@ -11,11 +11,11 @@ gives the frame-pixel side that becomes 4*stride detector pixels; e.g. for 1280x
 
 Public API: ``FACE_COLOUR``/``face_colour``, ``ALT_FACE_COLOUR``, ``face_side``, ``draw_face``,
 ``background``, ``default_schedule``, ``make_clip -> ClipTruth``, ``make_source_image -> ImageTruth``,
-``make_image_target -> ImageTruth``, ``read_frames``, ``probe_counts -> ProbeCounts``.
+``make_image_target -> ImageTruth``; and, from ``render.standins.readback``, ``read_frames`` and
+``probe_counts -> ProbeCounts`` to read media back.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -27,6 +27,8 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import cv2
 import numpy as np
+
+from render.standins.readback import ProbeCounts, probe_counts, read_frames
 
 FACE_COLOUR: Tuple[int, int, int] = (60, 140, 230)  # BGR, skin/orange: faceness 1
 face_colour = FACE_COLOUR
@@ -160,18 +162,6 @@ class ImageTruth:
     width: int
     height: int
     boxes: List[Box]
-
-
-@dataclass(frozen=True)
-class ProbeCounts:
-    frames: Optional[int]
-    fps: Optional[Fraction]
-    width: Optional[int]
-    height: Optional[int]
-    duration: Optional[float]  # container duration, seconds
-    video_codec: Optional[str]
-    audio_codec: Optional[str]
-    audio_duration: Optional[float]  # seconds; None when there is no audio stream
 
 
 # ------------------------------------------------------------------------------------ encoding
@@ -340,88 +330,6 @@ def make_image_target(path: PathLike, *, width: int = 1280, height: int = 720,
     img, boxes = render_frame(width, height, 0, faces, eyes=eyes)
     _write_image(path, img)
     return ImageTruth(path=path, width=width, height=height, boxes=boxes)
-
-
-# ------------------------------------------------------------------------------------ reading
-def _ffprobe(path: PathLike, count: bool) -> dict:
-    cmd = ["ffprobe", "-v", "error"]
-    if count:
-        cmd += ["-count_frames"]
-    cmd += ["-show_entries",
-            "stream=index,codec_type,codec_name,width,height,r_frame_rate,avg_frame_rate,nb_frames,"
-            "nb_read_frames,duration:stream_tags=DURATION:format=duration",
-            "-of", "json", str(path)]
-    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if res.returncode != 0:
-        raise RuntimeError(f"ffprobe failed on {path}: {res.stderr.decode('utf-8', 'replace').strip()}")
-    return json.loads(res.stdout.decode("utf-8"))
-
-
-def _float(v) -> Optional[float]:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def _tag_duration(stream: dict) -> Optional[float]:
-    tag = (stream.get("tags") or {}).get("DURATION")
-    if not tag:
-        return None
-    try:
-        h, m, s = tag.split(":")
-        return int(h) * 3600 + int(m) * 60 + float(s)
-    except ValueError:
-        return None
-
-
-def _rate(v) -> Optional[Fraction]:
-    try:
-        r = Fraction(v)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-    return r if r > 0 else None
-
-
-def probe_counts(path: PathLike) -> ProbeCounts:
-    """Frame count (ffprobe -count_frames), fps, size, durations and codecs of a media file."""
-    info = _ffprobe(path, count=True)
-    streams = info.get("streams", [])
-    v = next((s for s in streams if s.get("codec_type") == "video"), None)
-    a = next((s for s in streams if s.get("codec_type") == "audio"), None)
-    fmt_dur = _float((info.get("format") or {}).get("duration"))
-    frames = fps = width = height = None
-    if v is not None:
-        nr = v.get("nb_read_frames", v.get("nb_frames"))
-        frames = int(nr) if nr not in (None, "N/A") else None
-        fps = _rate(v.get("avg_frame_rate")) or _rate(v.get("r_frame_rate"))
-        width, height = v.get("width"), v.get("height")
-    audio_duration = None
-    if a is not None:
-        audio_duration = _float(a.get("duration")) or _tag_duration(a) or fmt_dur
-    return ProbeCounts(frames=frames, fps=fps, width=width, height=height, duration=fmt_dur,
-                       video_codec=v.get("codec_name") if v else None,
-                       audio_codec=a.get("codec_name") if a else None, audio_duration=audio_duration)
-
-
-def read_frames(path: PathLike, *, max_frames: Optional[int] = None) -> np.ndarray:
-    """Decode every frame (or the first max_frames) of a video or image to [n, h, w, 3] bgr24."""
-    info = _ffprobe(path, count=False)
-    v = next((s for s in info.get("streams", []) if s.get("codec_type") == "video"), None)
-    if v is None:
-        raise RuntimeError(f"no video stream in {path}")
-    w, h = int(v["width"]), int(v["height"])
-    cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:v:0",
-           "-vsync", "0"]
-    if max_frames is not None:
-        cmd += ["-frames:v", str(int(max_frames))]
-    cmd += ["-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"]
-    res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if res.returncode != 0:
-        raise RuntimeError(f"ffmpeg failed decoding {path}: {res.stderr.decode('utf-8', 'replace').strip()}")
-    frame_bytes = w * h * 3
-    n = len(res.stdout) // frame_bytes
-    return np.frombuffer(bytearray(res.stdout[: n * frame_bytes]), dtype=np.uint8).reshape(n, h, w, 3)
 
 
 __all__ = [

@@ -1,0 +1,116 @@
+"""A models folder of stand-ins: the five files and their ``manifest.yaml`` (``write_standins``)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Union
+
+from render.files import sha256_file
+from render.standins.graph import PathLike
+from render.standins.models import make_arcface, make_gfpgan, make_inswapper, make_scrfd
+
+FILES = {
+    "scrfd_2.5g": "scrfd_2.5g.onnx",
+    "arcface_w600k_r50": "arcface_w600k_r50.onnx",
+    "inswapper_128": "inswapper_128.onnx",
+    "inswapper_128_fp16": "inswapper_128_fp16.onnx",
+    "gfpgan_1.4": "gfpgan_1.4.onnx",
+}
+
+
+Knob = Union[float, bool, Mapping[str, Union[float, bool]]]
+
+
+def _knob(value: Knob, name: str, default):
+    if isinstance(value, Mapping):
+        return value.get(name, default)
+    return value
+
+
+_ENTRIES = {
+    "scrfd_2.5g": dict(commercial_use=False, contract="detector-scrfd", template=None, input_size=640,
+                       precision="fp32"),
+    "arcface_w600k_r50": dict(commercial_use=False, contract="embedder-arcface", template="arcface_112_v2",
+                              input_size=112, precision="fp32"),
+    "inswapper_128": dict(commercial_use=False, contract="swapper-inswapper", template="arcface_128",
+                          input_size=128, precision="fp32", variants={"fp16": "inswapper_128_fp16"}),
+    "inswapper_128_fp16": dict(commercial_use=False, contract="swapper-inswapper", template="arcface_128",
+                               input_size=128, precision="fp16"),
+    "gfpgan_1.4": dict(commercial_use=True, contract="enhancer-gfpgan", template="ffhq_512", input_size=512,
+                       precision="fp32"),
+}
+
+
+def _dump_yaml(doc: dict) -> str:
+    try:
+        import yaml
+    except ImportError:  # JSON is valid YAML
+        import json
+
+        return json.dumps(doc, indent=2) + "\n"
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+
+
+def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
+                   dynamic_batch: Knob = False, weights_mb: Knob = 0.0,
+                   yunet: PathLike | None = None) -> dict[str, dict]:
+    """Write the five stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
+
+    Knobs take a single value for every model that supports them, or a mapping from entry name
+    (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``)
+    to a value: ``gflops`` and ``weights_mb`` (all models; see ``_dummy_zero``), ``null`` and
+    ``dynamic_batch`` (swappers and enhancer). ``yunet``: a real YuNet file (``shared/models``),
+    copied in as the manifest entry ``yunet`` (``detect.model=yunet``).
+    """
+    d = Path(dir)
+    d.mkdir(parents=True, exist_ok=True)
+    builders = {
+        "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0)),
+                                           weights_mb=float(_knob(weights_mb, "scrfd_2.5g", 0.0))),
+        "arcface_w600k_r50": lambda p: make_arcface(
+            p, gflops=float(_knob(gflops, "arcface_w600k_r50", 0.0)),
+            weights_mb=float(_knob(weights_mb, "arcface_w600k_r50", 0.0))),
+        "inswapper_128": lambda p: make_inswapper(
+            p, fp16=False, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128", False)),
+            gflops=float(_knob(gflops, "inswapper_128", 0.0)), null=bool(_knob(null, "inswapper_128", False)),
+            weights_mb=float(_knob(weights_mb, "inswapper_128", 0.0))),
+        "inswapper_128_fp16": lambda p: make_inswapper(
+            p, fp16=True, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128_fp16", False)),
+            gflops=float(_knob(gflops, "inswapper_128_fp16", 0.0)),
+            null=bool(_knob(null, "inswapper_128_fp16", False)),
+            weights_mb=float(_knob(weights_mb, "inswapper_128_fp16", 0.0))),
+        "gfpgan_1.4": lambda p: make_gfpgan(
+            p, dynamic_batch=bool(_knob(dynamic_batch, "gfpgan_1.4", False)),
+            gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False)),
+            weights_mb=float(_knob(weights_mb, "gfpgan_1.4", 0.0))),
+    }
+    models: dict[str, dict] = {}
+    for name, build in builders.items():
+        path = d / FILES[name]
+        build(path)
+        meta = dict(_ENTRIES[name])
+        entry = {
+            "file": FILES[name],
+            "sha256": sha256_file(path),
+            "size": path.stat().st_size,
+            "urls": [],
+            "licence": "test stand-in",
+        }
+        entry.update(meta)
+        models[name] = entry
+    if yunet is not None:
+        path = d / "face_detection_yunet.onnx"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(Path(yunet).read_bytes())
+        os.replace(tmp, path)
+        models["yunet"] = {"file": path.name, "sha256": sha256_file(path), "size": path.stat().st_size,
+                           "urls": [], "licence": "MIT (real OpenCV Zoo YuNet variant)",
+                           "commercial_use": True, "contract": "detector-yunet", "template": None,
+                           "input_size": 640, "precision": "fp32"}
+    text = _dump_yaml({"version": 1, "models": models})
+    tmp = d / "manifest.yaml.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, d / "manifest.yaml")
+    return models
+
+
