@@ -1,0 +1,95 @@
+"""The user documentation stays true to the tree: the generated configuration page matches the
+schema, every relative link leads somewhere, every docs page is reachable from the README, and the
+README stays a short guide."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS, ROOT / "bench" / "README.md", ROOT / "bench" / "RESULTS.md"]
+README_MAX_LINES = 330
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def _prose(text: str) -> str:
+    """The text without code blocks and code spans, where brackets are not links."""
+    return _CODE.sub("", _FENCE.sub("", text))
+
+
+def _links(page: Path) -> list[str]:
+    return _LINK.findall(_prose(page.read_text()))
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = heading.replace("`", "").strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    return {_anchor(h) for h in _HEADING.findall(_FENCE.sub("", page.read_text()))}
+
+
+def test_configuration_page_is_generated_from_the_schema():
+    page = ROOT / "docs" / "configuration.md"
+    made = subprocess.run([sys.executable, str(ROOT / "scripts" / "config_doc.py"), "--stdout"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert page.is_file(), "docs/configuration.md is missing: run python scripts/config_doc.py"
+    assert page.read_text() == made.stdout, (
+        "docs/configuration.md differs from the config schema: run python scripts/config_doc.py "
+        "and commit the result")
+
+
+def test_configuration_page_lists_every_key_and_strategy():
+    from render.config import SCHEMA
+    from render.runtime import STRATEGIES
+
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    missing = [k for k in SCHEMA if f"| `{k}` |" not in text]
+    assert not missing, f"keys missing from docs/configuration.md: {missing}"
+    for name in STRATEGIES:
+        assert f"`{name}`" in text
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_lead_to_files_and_headings(page: Path):
+    broken = []
+    for target in _links(page):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):   # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(f"{target} (no file {dest.relative_to(ROOT) if ROOT in dest.parents else dest})")
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(f"{target} (no heading '#{anchor}' in {dest.relative_to(ROOT)})")
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(ROOT / t.partition("#")[0]).resolve() for t in _links(README)}
+    unlinked = [p.name for p in DOCS if p.resolve() not in linked]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+
+
+def test_readme_is_a_short_guide():
+    lines = README.read_text().count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move depth to docs/")
+
+
+def test_readme_keeps_the_ci_test_command():
+    # .ci/run runs this command; the README is where people copy it from
+    assert 'pip install -e ".[test]" onnxruntime && python -m pytest -q' in README.read_text()
