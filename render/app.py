@@ -416,8 +416,7 @@ class Renderer:
         output = job.output.absolute()
         metadata: list[tuple[str, str]] = []
         if self.cfg.mark.enabled and not info.is_image:
-            opts = marking.metadata_args(__version__, ffargs.output_format(output)[1])
-            metadata = [tuple(v.split("=", 1)) for v in opts[1::2]]
+            metadata = marking.metadata_pairs(__version__, ffargs.output_format(output)[1])
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
                            legacy_vsync=self.legacy_vsync, metadata=metadata,
@@ -446,34 +445,11 @@ class Renderer:
     def marker(self, plan: RenderPlan, marks: dict) -> Callable[[Path], None]:
         """Marks the finished temp file as synthetic (metadata tag, C2PA manifest) before it is
         verified and committed; what was done goes into ``marks`` (the report's)."""
-        cfg = self.cfg
         output = Path(plan.output)
-        marks.update({"enabled": cfg.mark.enabled, "tag": None, "c2pa": None})
-        if not cfg.mark.enabled:
-            return lambda tmp: None
-
-        def mark(tmp: Path) -> None:
-            if plan.kind == "image":
-                marking.tag_image(tmp, version=__version__)
-            marks["tag"] = marking.tag_text(__version__)
-            if not marking.c2pa_supported(output):
-                marks["c2pa"] = {"signed": False, "reason": f"C2PA cannot be embedded in "
-                                 f"{output.suffix} files (no Matroska support in c2pa-rs)"}
-                return
-            try:
-                signed = marking.sign(
-                    tmp, version=__version__, key_dir=cfg.cache_path / "c2pa",
-                    cert=Path(cfg.mark.cert) if cfg.mark.cert else None,
-                    key=Path(cfg.mark.key) if cfg.mark.key else None, title=output.name,
-                    instance=f"{plan.key}:{output.name}")
-            except marking.C2paUnavailable as exc:
-                log.warning("%s: no C2PA manifest (%s); the metadata tag is there", output.name, exc)
-                marks["c2pa"] = {"signed": False, "reason": str(exc)}
-                return
-            marks["c2pa"] = {"signed": True, "mime": signed.mime, "cert_sha256": signed.cert_sha256,
-                             "local_certificate": signed.local_cert,
-                             "deterministic": getattr(signed, "deterministic", None)}
-        return mark
+        return marking.Marker.for_render(self.cfg.mark, kind=plan.kind, output=output,
+                                         cache_dir=self.cfg.cache_path,
+                                         instance=f"{plan.key}:{output.name}",
+                                         version=__version__, record=marks)
 
     def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
                  stop: Callable[[], str | None] | None = None,

@@ -16,6 +16,7 @@ import pytest
 
 from render import mark
 from render.errors import RenderError
+from render.mark import reproducible
 
 VERSION = "9.8.7"
 TAG = mark.tag_text(VERSION)
@@ -41,6 +42,12 @@ def ffmpeg(*args: str) -> None:
     subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-y", *args], check=True, timeout=60)
 
 
+def metadata_options(container: str) -> list[str]:
+    """The ffmpeg output options of ``mark.metadata_pairs``, as the encoder's arguments get them."""
+    return [a for key, value in mark.metadata_pairs(VERSION, container)
+            for a in ("-metadata", f"{key}={value}")]
+
+
 def format_tags(path: Path) -> dict[str, str]:
     out = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-of", "json", str(path)],
                          check=True, capture_output=True, text=True, timeout=30).stdout
@@ -54,7 +61,7 @@ def decodes(path: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def media(tmp_path_factory) -> dict[str, Path]:
-    """Small files as render writes them: videos tagged through metadata_args, untagged images."""
+    """Small files as render writes them: videos tagged through metadata_pairs, untagged images."""
     d = tmp_path_factory.mktemp("mark_media")
     src = ["-f", "lavfi", "-i", "testsrc=size=64x64:rate=10:duration=0.5",
            "-f", "lavfi", "-i", "sine=frequency=440:duration=0.5"]
@@ -62,12 +69,12 @@ def media(tmp_path_factory) -> dict[str, Path]:
     for ext, (muxer, vopts, aopts, extra) in VIDEO.items():
         files[ext] = d / f"clip.{ext}"
         ffmpeg(*src, "-map", "0:v", "-map", "1:a", *vopts, "-pix_fmt", "yuv420p", *aopts,
-               *BITEXACT, *extra, *mark.metadata_args(VERSION, ext), "-f", muxer,
+               *BITEXACT, *extra, *metadata_options(ext), "-f", muxer,
                str(files[ext]))
     for ext in IMAGES:
         files[ext] = d / f"still.{ext}"
         ffmpeg("-f", "lavfi", "-i", "testsrc=size=64x48", "-frames:v", "1",
-               *mark.metadata_args(VERSION, ext), str(files[ext]))
+               *metadata_options(ext), str(files[ext]))
     return files
 
 
@@ -87,15 +94,14 @@ def key_dir(tmp_path_factory) -> Path:
 
 # ---------------------------------------------------------------------------- metadata tag
 
-def test_metadata_args_per_container():
-    assert mark.metadata_args(VERSION, "mp4") == ["-metadata", f"comment={TAG}",
-                                                  "-metadata", f"description={TAG}"]
-    assert mark.metadata_args(VERSION, "mov") == ["-metadata", f"comment={TAG}"]
-    assert mark.metadata_args(VERSION, "matroska") == mark.metadata_args(VERSION, ".mkv")
+def test_metadata_pairs_per_container():
+    assert mark.metadata_pairs(VERSION, "mp4") == [("comment", TAG), ("description", TAG)]
+    assert mark.metadata_pairs(VERSION, "mov") == [("comment", TAG)]
+    assert mark.metadata_pairs(VERSION, "matroska") == mark.metadata_pairs(VERSION, ".mkv")
     for image in ("png", "jpg", "jpeg", "webp", "image2"):
-        assert mark.metadata_args(VERSION, image) == []
+        assert mark.metadata_pairs(VERSION, image) == []
     with pytest.raises(ValueError):
-        mark.metadata_args(VERSION, "avi")
+        mark.metadata_pairs(VERSION, "avi")
     assert TAG.startswith(mark.TAG_PREFIX) and VERSION in TAG and "render" in TAG
 
 
@@ -259,7 +265,7 @@ def test_instance_sets_the_ids(media, copy, key_dir, tmp_path):
     assert first.read_bytes() == other.read_bytes()  # the file name does not matter
     different = mark.sign(copy("jpg"), version=VERSION, key_dir=key_dir, instance="job-2/out.png")
     assert different.manifest_label != one.manifest_label
-    label, instance_id = mark._manifest_ids("job-1/out.png")
+    label, instance_id = reproducible.manifest_ids("job-1/out.png")
     with open(first, "rb") as f:
         store = json.loads(c2pa.Reader("image/png", f).json())
     assert store["active_manifest"] == label == one.manifest_label
@@ -286,14 +292,14 @@ def test_user_key_types(media, tmp_path, key_type, deterministic):
 @needs_c2pa
 def test_unvalidated_rewrite_falls_back(copy, key_dir, monkeypatch, caplog):
     """A rewritten manifest that does not validate is not kept: the library's bytes are."""
-    real = mark._reproducible_store
+    real = reproducible.rewrite_store
 
     def broken(store, label, creds):
         out = bytearray(real(store, label, creds))
         out[-1] ^= 0x01  # the last byte of the signature
         return bytes(out)
 
-    monkeypatch.setattr(mark, "_reproducible_store", broken)
+    monkeypatch.setattr(reproducible, "rewrite_store", broken)
     path = copy("png")
     result = mark.sign(path, version=VERSION, key_dir=key_dir)
     assert not result.deterministic
@@ -396,7 +402,7 @@ def test_untagged_video_is_refused(tmp_path, key_dir):
     path = tmp_path / "plain.mp4"
     ffmpeg("-f", "lavfi", "-i", "testsrc=size=32x32:rate=5:duration=0.2", "-c:v", "libx264",
            "-preset", "ultrafast", str(path))
-    with pytest.raises(mark.MarkError, match="metadata_args"):
+    with pytest.raises(mark.MarkError, match="metadata_pairs"):
         mark.mark_output(path, version=VERSION, key_dir=key_dir)
 
 
@@ -412,6 +418,63 @@ def test_without_c2pa_python(copy, key_dir, monkeypatch):
         mark.mark_output(path, version=VERSION, key_dir=key_dir)
     assert mark.read_tag(path) == TAG  # the tag went on before the refusal
     assert isinstance(mark.C2paUnavailable("x"), RenderError)
+
+
+# ------------------------------------------------------------------------- the marking step
+
+def render_marker(cache: Path, output: Path, kind: str, **cfg) -> tuple[mark.Marker, dict]:
+    """A render's marking step for ``output``, filling the report's ``marks`` as app.py does."""
+    from render.config import Mark
+
+    marks: dict = {}
+    step = mark.Marker.for_render(Mark(**cfg), kind=kind, output=output, cache_dir=cache,
+                                  instance=f"key:{output.name}", version=VERSION, record=marks)
+    return step, marks
+
+
+@needs_c2pa
+@pytest.mark.parametrize("ext", ["png", "mp4"])
+def test_render_step_is_mark_output(media, copy, tmp_path, ext):
+    """A render's marking step and mark_output make the same bytes; the report gets its record.
+    The render marks its temp file, named otherwise than the output."""
+    output = tmp_path / "out" / f"result.{ext}"
+    temp = tmp_path / f"result.{ext}.part-123"
+    shutil.copy(media[ext], temp)
+    step, marks = render_marker(tmp_path / "cache", output, "image" if ext == "png" else "video")
+    assert marks == {"enabled": True, "tag": None, "c2pa": None}  # before the file is done
+    signed = step(temp)
+    assert list(marks) == ["enabled", "tag", "c2pa"] and marks["tag"] == TAG
+    assert marks["c2pa"] == {"signed": True, "mime": signed.mime, "cert_sha256": signed.cert_sha256,
+                             "local_certificate": True, "deterministic": True}
+    assert mark.read_manifest(temp).title == output.name
+    same = copy(ext)
+    mark.mark_output(same, version=VERSION, key_dir=tmp_path / "cache" / "c2pa",
+                     title=output.name, instance=f"key:{output.name}")
+    assert temp.read_bytes() == same.read_bytes()
+
+
+def test_render_step_records_what_it_could_not_do(media, tmp_path, monkeypatch):
+    mkv = tmp_path / "clip.mkv"
+    shutil.copy(media["mkv"], mkv)
+    before = mkv.read_bytes()
+    step, marks = render_marker(tmp_path / "cache", tmp_path / "out.mkv", "video")
+    assert step(mkv) is None and mkv.read_bytes() == before
+    assert marks == {"enabled": True, "tag": TAG, "c2pa": {
+        "signed": False, "reason": "C2PA cannot be embedded in .mkv files (no Matroska support "
+                                   "in c2pa-rs)"}}
+
+    png = tmp_path / "still.png"
+    shutil.copy(media["png"], png)
+    before = png.read_bytes()
+    step, marks = render_marker(tmp_path / "cache", tmp_path / "out.png", "image", enabled=False)
+    assert step(png) is None and png.read_bytes() == before
+    assert marks == {"enabled": False, "tag": None, "c2pa": None}
+
+    monkeypatch.setitem(sys.modules, "c2pa", None)  # a render goes on with the tag alone
+    step, marks = render_marker(tmp_path / "cache", tmp_path / "out.png", "image")
+    assert step(png) is None and mark.read_tag(png) == TAG
+    assert marks["tag"] == TAG and marks["c2pa"]["signed"] is False
+    assert "pip install c2pa-python" in marks["c2pa"]["reason"]
 
 
 @pytest.mark.skipif(not HAVE_C2PA, reason="c2pa-python is not installed")
