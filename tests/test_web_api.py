@@ -324,6 +324,9 @@ def test_retention_removes_finished_jobs_with_their_files(tmp_path):
     part.write_bytes(b"half an upload")
     for p in (stray, part):
         os.utime(p, (now - STALE_S - 10, now - STALE_S - 10))
+    with room.db.connect() as con:     # the record of a folder whose removal a full disk cut short
+        con.execute("INSERT INTO files VALUES ('fileeve', 'eve', 'fgone', 'source', 's.jpg', ?, 1, ?)",
+                    (str(room.folders / "fgone" / "source.jpg"), now))
 
     gone = room.expire()
     assert sorted(gone) == sorted([old_done[0], old_failed[0]])

@@ -290,3 +290,221 @@ def test_a_disk_that_fills_during_the_upload_keeps_the_finished_outputs(tmp_path
             s.stop()
     finally:
         subprocess.run(["umount", "-l", str(room.state)], check=False)
+
+
+# -- malformed credentials, error answers, full disks, proxies -----------------------------------------
+HEADER_NAMES = ("content-security-policy", "x-content-type-options", "x-frame-options",
+                "referrer-policy")
+
+
+def has_security_headers(r: requests.Response) -> bool:
+    return all(name in r.headers for name in HEADER_NAMES)
+
+
+def test_malformed_credentials_are_401_or_403_never_500(room, server):
+    real = student(room, server, "mal")
+    secret = real.http.cookies["render_session"].rpartition(".")[0]
+    url = server.url + "/api/jobs"
+    # cookies: header bytes as a client may send them (the server reads them as latin-1)
+    for cookie in (b"render_session=" + secret.encode() + b"." + b"\xc3\xa9" * 32,
+                   b"render_session=" + secret.encode() + b".\xff",
+                   b"render_session=\xe9.\xe9",
+                   b"render_session=.",
+                   b"render_session=" + secret.encode() + b"." + b"0" * 5000,
+                   b"render_session=" + secret.encode() + b"." + b"z" * 64,
+                   b"render_session=\"" + secret.encode() + b".\xc3\xa9\""):
+        r = requests.get(url, headers={"Cookie": cookie}, timeout=30)
+        assert r.status_code == 401, (cookie, r.status_code, r.text)
+        assert r.json()["detail"] == "not signed in"
+    for auth in (b"Bearer \xff\xfe", b"Bearer rt_\xc3\xa9", b"Bearer " + b"\xe9" * 4000,
+                 b"\xe9\xe9 token", b"Bearer"):
+        r = requests.get(url, headers={"Authorization": auth}, timeout=30)
+        assert r.status_code == 401, (auth, r.status_code, r.text)
+    # the right cookie with a CSRF token, or an Origin, that is no such thing
+    for headers in ({"X-CSRF-Token": b"\xc3\xa9" * 32}, {"X-CSRF-Token": b"\xff"},
+                    {"X-CSRF-Token": real.csrf.encode() + b"\xe9"},
+                    {"X-CSRF-Token": b"0" * 5000},
+                    {"Origin": b"http://[::1"}, {"Origin": b"http://\xe9\xe9"}):
+        r = real.post("/api/tokens", headers=headers)
+        assert r.status_code == 403, (headers, r.status_code, r.text)
+    r = requests.post(server.url + "/api/session", json={"name": "mal", "password": PASSWORD},
+                      headers={"Origin": b"http://[::1"})
+    assert r.status_code == 403 and "render_session" not in r.cookies
+    # JSON may carry text no password or name can be (lone surrogates)
+    for body in ('{"name": "mal", "password": "\\ud800 pw"}',
+                 '{"name": "\\udfff", "password": "something long"}'):
+        r = requests.post(server.url + "/api/session", data=body,
+                          headers={"Content-Type": "application/json"}, timeout=30)
+        assert r.status_code in (401, 422), (body, r.status_code, r.text)
+    r = real.post("/api/password", data='{"current": "\\ud800", "new": "\\ud800 long enough"}',
+                  headers={"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert real.get("/api/jobs").status_code == 200          # the real session still works
+    assert "Traceback" not in server.text()
+
+
+def test_every_answer_carries_the_security_headers_even_a_server_error(tmp_path, standin_models):
+    room = Classroom(tmp_path / "room", standin_models)
+    room.root.mkdir()
+    s = Server(room)
+    try:
+        eve = Client(s.url).first_sign_in("eve", room.add_user("eve"))
+        answers = {"page": requests.get(s.url + "/signin"),
+                   "asset": requests.get(s.url + "/static/style.css"),
+                   "redirect": requests.get(s.url + "/", allow_redirects=False),
+                   "200": eve.get("/api/jobs"),
+                   "401": requests.get(s.url + "/api/jobs"),
+                   "403": eve.post("/api/tokens", csrf=False),
+                   "404": eve.get("/api/jobs/0badf00d"),
+                   "404 route": requests.get(s.url + "/no/such/page"),
+                   "405": requests.put(s.url + "/signin"),
+                   "422": eve.post("/api/password", json={"current": 1})}
+        for what, r in answers.items():
+            assert has_security_headers(r), (what, r.status_code, dict(r.headers))
+        # a fault of the server itself (its database destroyed under it) is a 500 with them too
+        for p in room.state.glob("classroom.db*"):
+            p.unlink()
+        (room.state / "classroom.db").write_bytes(b"this is no database\n" * 512)
+        r = eve.get("/api/jobs")
+        assert r.status_code == 500, r.text
+        assert has_security_headers(r), dict(r.headers)
+        assert r.headers["cache-control"] == "no-store"
+        assert r.json()["detail"].startswith("internal server error")
+    finally:
+        s.stop()
+    assert "file is not a database" in s.text()        # the log has the cause
+
+
+def _form(boundary: str, source: bytes, target: bytes, chunk: int = 4096):
+    """A multipart form as a generator: sent chunked, with no length announced."""
+    yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"consent\"\r\n\r\nyes\r\n"
+           f"--{boundary}\r\nContent-Disposition: form-data; name=\"source\"; filename=\"f.jpg\"\r\n"
+           f"Content-Type: image/jpeg\r\n\r\n").encode()
+    yield source
+    yield (f"\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"target\"; "
+           f"filename=\"clip.mp4\"\r\nContent-Type: video/mp4\r\n\r\n").encode()
+    for i in range(0, len(target), chunk):
+        yield target[i:i + chunk]
+    yield f"\r\n--{boundary}--\r\n".encode()
+
+
+PAGE = 4096
+
+
+def _pages(n: int) -> int:
+    return -(-n // PAGE)
+
+
+def _leave_free(folder: Path, filler: Path, pages: int) -> None:
+    """Grow ``filler`` until exactly ``pages`` pages of the tmpfs at ``folder`` are free."""
+    st = os.statvfs(folder)
+    free = st.f_bavail * st.f_frsize
+    size = filler.stat().st_size if filler.exists() else 0
+    with open(filler, "r+b" if filler.exists() else "wb") as f:
+        f.truncate(size + free - pages * PAGE)
+        f.seek(size)
+        f.write(b"\1" * (free - pages * PAGE))    # written: a sparse tail takes no pages
+    st = os.statvfs(folder)
+    assert st.f_bavail * st.f_frsize == pages * PAGE
+
+
+@pytest.fixture
+def small_disk(tmp_path, standin_models):
+    """A classroom whose state folder is a 16 MiB tmpfs (root only)."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root")
+    room = Classroom(tmp_path / "room", standin_models)
+    room.state.mkdir(parents=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(room.state)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield room
+    finally:
+        subprocess.run(["umount", "-l", str(room.state)], check=False)
+
+
+def test_a_full_disk_at_any_step_of_an_upload_is_507_and_keeps_nothing(small_disk, media):
+    """The disk fills while the file is written, when the database records it, or is full
+    before the request: 507 each time, and no part, folder, job or database row is kept."""
+    import sqlite3
+
+    room = small_disk
+    filler = room.state / "filler"
+    face, clip = media.face.read_bytes(), media.clip.read_bytes()
+    upload = _pages(len(face)) + _pages(len(clip))
+    s = Server(room, "min_free_mb=0")
+    try:
+        kay = Client(s.url).first_sign_in("kay", room.add_user("kay"))
+
+        def refused(r: requests.Response, step: str) -> None:
+            assert r.status_code == 507, (step, r.status_code, r.text)
+            assert r.json()["detail"].startswith("the server's disk is full"), step
+            assert has_security_headers(r), step
+            assert room.incoming() == [] and room.folders() == [], step
+            assert room.spool_jobs() == {}, step
+
+        # full before the request: even reading the session needs a little room (SQLite's
+        # shared-memory file)
+        _leave_free(room.state, filler, 0)
+        refused(kay.get("/api/jobs"), "full")
+        refused(kay.submit(media.face, media.clip), "full")
+        # the file write: a body of unknown length that does not fit
+        _leave_free(room.state, filler, upload - 1)
+        refused(kay.post("/api/jobs", data=_form("b0und4ry", face, clip),
+                         headers={"Content-Type": "multipart/form-data; boundary=b0und4ry"}),
+                "write")
+        # the database: the files fit exactly, their records do not (no room for SQLite's
+        # shared memory, then none for its log)
+        for slack in (4, 8):
+            _leave_free(room.state, filler, upload + slack)
+            refused(kay.submit(media.face, media.clip), f"database, {slack} pages left")
+        filler.unlink()
+        with sqlite3.connect(room.state / "classroom.db") as con:
+            assert con.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
+        r = kay.submit(media.face, media.clip)                # room again after it
+        assert r.status_code == 201, r.text
+        assert len(room.folders()) == 1
+    finally:
+        s.stop()
+    assert "Traceback" not in s.text(), s.text()
+
+
+def test_cookies_are_secure_behind_a_trusted_proxy_only(room, server):
+    from conftest import run_cli
+
+    one_time = room.add_user("pam")
+    Client(server.url).first_sign_in("pam", one_time)
+
+    def cookie(url: str, **headers: str) -> str:
+        r = requests.post(url + "/api/session", json={"name": "pam", "password": PASSWORD},
+                          headers=headers, timeout=30)
+        assert r.status_code == 200, r.text
+        return r.headers["set-cookie"].lower()
+
+    https = {"X-Forwarded-Proto": "https"}
+    # no proxy trusted (the default): the header is anyone's word, and ignored
+    assert "secure" not in cookie(server.url, **https)
+    trusted = Server(room, "trusted_proxies=127.0.0.1")
+    try:
+        assert "secure" in cookie(trusted.url, **https).split("; ")
+        assert "secure" not in cookie(trusted.url)                      # plain http
+        assert "secure" not in cookie(trusted.url, **{"X-Forwarded-Proto": "http"})
+        # the forwarded client address counts for the sign-in limits and the log
+        r = requests.post(trusted.url + "/api/session", json={"name": "pam", "password": "wrong!!!"},
+                          headers={"X-Forwarded-For": "203.0.113.7", **https}, timeout=30)
+        assert r.status_code == 401
+        assert "failed sign-in for 'pam' from 203.0.113.7" in trusted.text()
+    finally:
+        trusted.stop()
+    other = Server(room, "trusted_proxies=10.0.0.0/8,192.0.2.1")   # not this address
+    try:
+        assert "secure" not in cookie(other.url, **https)
+    finally:
+        other.stop()
+    r = run_cli("serve", "trusted_proxies=10.0.0.300", "port=0", *room.keys, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines() == [
+        "render: error: trusted_proxies=10.0.0.300: expected IP addresses or networks (10.0.0.1, "
+        "10.0.0.0/8, ::1), comma separated"], r.stderr

@@ -16,7 +16,7 @@ the output and its report. Everything the page keeps lives in the state folder
 
 Modules: :mod:`.db` (the SQLite file), :mod:`.accounts` (users, passwords, sessions, tokens,
 sign-in throttling), :mod:`.settings` (the class settings), :mod:`.errors` (refusals with their
-HTTP status), :mod:`.uploads` (streaming multipart reception within the
+HTTP status, and what reads as a full disk), :mod:`.uploads` (streaming multipart reception within the
 limits, probing, the face check), :mod:`.classroom` (jobs of the page on the spool, retention),
 :mod:`.server` (the FastAPI app), :mod:`.commands` (``render serve`` and ``render users``).
 """

@@ -90,8 +90,19 @@ def _user(row) -> User:
                 disabled=bool(row["disabled"]), created=row["created"], last_signin=row["last_signin"])
 
 
+def _bytes(text: str) -> bytes:
+    """Any text a client sent, as bytes (lone surrogates from JSON included)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+    return hashlib.sha256(_bytes(secret)).hexdigest()
+
+
+def same_secret(sent: str, expected: str) -> bool:
+    """Whether a client sent ``expected``, compared in constant time; text of any kind or length
+    (non-ASCII included, which ``hmac.compare_digest`` refuses as ``str``) is simply not it."""
+    return hmac.compare_digest(_bytes(sent), _bytes(expected))
 
 
 def one_time_password() -> str:
@@ -137,7 +148,7 @@ class Accounts:
         return self._secret
 
     def _sign(self, value: str) -> str:
-        return hmac.new(self.secret, value.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self.secret, _bytes(value), hashlib.sha256).hexdigest()
 
     # -- users -----------------------------------------------------------------------------------
     def get(self, name: str) -> User | None:
@@ -285,7 +296,7 @@ class Accounts:
         if not cookie or "." not in cookie:
             return None
         secret, _, signature = cookie.rpartition(".")
-        if not hmac.compare_digest(signature, self._sign(secret)):
+        if not same_secret(signature, self._sign(secret)):
             return None
         key, now = _digest(secret), time.time()
         with self.db.connect() as con:

@@ -31,9 +31,9 @@ from ..work import describe_progress, validate
 from . import settings as class_settings
 from .accounts import Accounts, User
 from .db import Database
-from .errors import Refused, not_found
+from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
-from .uploads import NO_SPACE, FaceFinder, Received, check_source, check_target, disk_full
+from .uploads import FaceFinder, Received, check_source, check_target
 
 log = logging.getLogger(__name__)
 
@@ -280,9 +280,10 @@ class Classroom:
         except BaseException as exc:
             if folder is not None:
                 self._remove_folder(folder.name)
-            if isinstance(exc, OSError) and exc.errno in NO_SPACE or \
-                    isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
-                raise disk_full("the job") from None
+            if out_of_space(exc, self.state):
+                log.warning("an upload was refused: the disk filled up while it was stored (%s)",
+                            exc)
+                raise disk_full() from None
             raise
         finally:
             received.discard()
@@ -339,17 +340,24 @@ class Classroom:
             self._remove_folder(str(c["folder"]))
 
     def _remove_folder(self, sid: str) -> None:
+        """Remove a job's folder, then its files' records. The folder goes first: removing it
+        needs no free space, and a record whose file is gone is served as "no such file" (and
+        dropped by :meth:`expire`) when the database cannot be written now."""
         if not sid or "/" in sid or sid.startswith("."):
             return
-        with self.db.connect() as con:
-            con.execute("DELETE FROM files WHERE job = ?", (sid,))
         shutil.rmtree(self.folders / sid, ignore_errors=True)
         fsync_dir(self.folders)
+        try:
+            with self.db.connect() as con:
+                con.execute("DELETE FROM files WHERE job = ?", (sid,))
+        except sqlite3.Error as exc:
+            log.warning("the records of folder %s stay until the next clean-up: %s", sid, exc)
 
     # -- upkeep ------------------------------------------------------------------------------------
     def expire(self, now: float | None = None) -> list[str]:
         """Remove finished page jobs (and all their files) older than the retention time, upload
-        parts left by a crash, and job folders no job refers to; returns the removed job ids."""
+        parts left by a crash, job folders no job refers to and records of files whose folder is
+        gone; returns the removed job ids."""
         now = time.time() if now is None else now
         keep_s = self.settings().retention_days * 86400.0
         jobs, _ = self._jobs(fresh=True)
@@ -370,6 +378,11 @@ class Classroom:
         for part in self.incoming.glob("*.part") if self.incoming.is_dir() else []:
             if _age(part, now) > STALE_S:
                 part.unlink(missing_ok=True)
+        with self.db.connect() as con:     # records left by a removal the full disk cut short
+            folders = [r["job"] for r in con.execute("SELECT DISTINCT job FROM files")]
+            for sid in folders:
+                if not (self.folders / sid).is_dir():
+                    con.execute("DELETE FROM files WHERE job = ?", (sid,))
         self.accounts.forget_expired()
         self._forget_snapshot()
         return gone

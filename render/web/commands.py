@@ -1,6 +1,7 @@
 """``render serve`` (the classroom page) and ``render users`` (its accounts)."""
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import sys
@@ -15,7 +16,7 @@ from .db import Database
 log = logging.getLogger(__name__)
 
 SERVE_USAGE = ("usage: render serve [host=127.0.0.1] [port=8080] [min_free_mb=1024] "
-               "[key=value ...]")
+               "[trusted_proxies=ADDR,NET/BITS] [key=value ...]")
 USERS_USAGE = ("usage: render users add NAME [role=student|teacher] | list | disable NAME | "
                "enable NAME | reset NAME | token NAME   [state_dir=DIR]")
 
@@ -44,6 +45,22 @@ def _whole(name: str, value: str, low: int, high: int) -> int:
     return n
 
 
+def trusted_proxies(value: str) -> list[str]:
+    """The addresses and networks whose ``X-Forwarded-Proto`` and ``X-Forwarded-For`` count
+    (a TLS-terminating reverse proxy in front of the page), each checked."""
+    out = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        try:
+            out.append(str(ipaddress.ip_network(item, strict=False)) if "/" in item
+                       else str(ipaddress.ip_address(item)))
+        except ValueError:
+            raise UsageError(f"trusted_proxies={value}: expected IP addresses or networks "
+                             f"(10.0.0.1, 10.0.0.0/8, ::1), comma separated") from None
+    return out
+
+
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket, or one clear error (port taken, address not here)."""
     try:
@@ -69,13 +86,15 @@ def serve_main(args: Sequence[str]) -> int:
     from .classroom import Classroom
     from .server import create_app
 
-    opts, keys, words = _split(args, {"host": "127.0.0.1", "port": "8080", "min_free_mb": "1024"})
+    opts, keys, words = _split(args, {"host": "127.0.0.1", "port": "8080", "min_free_mb": "1024",
+                                      "trusted_proxies": ""})
     if words:
         raise UsageError(f"unexpected argument {words[0]!r}; {SERVE_USAGE}")
     overrides = parse_overrides(keys)
     cfg = load_config(overrides)
     port = _whole("port", opts["port"], 0, 65535)
     min_free = _whole("min_free_mb", opts["min_free_mb"], 0, 1 << 30) * 1024 * 1024
+    proxies = trusted_proxies(opts["trusted_proxies"])
     classroom = Classroom(cfg, overrides, min_free=min_free)
     classroom.ensure()
     if not any(u.teacher for u in classroom.accounts.users()):
@@ -85,8 +104,14 @@ def serve_main(args: Sequence[str]) -> int:
     log.info("classroom page at http://%s:%d/ (state %s, spool %s, locks %s)",
              f"[{host}]" if ":" in host else host, port, cfg.state_path, cfg.spool_path,
              cfg.lock_path)
+    if proxies:
+        log.info("X-Forwarded-Proto and X-Forwarded-For are taken from %s only",
+                 ", ".join(proxies))
+    # uvicorn's proxy-headers middleware: from a trusted address, X-Forwarded-Proto: https makes
+    # the request https (so the session cookie is Secure) and X-Forwarded-For its client address
     config = uvicorn.Config(create_app(classroom), log_config=None, access_log=False,
-                            server_header=False, proxy_headers=False, timeout_graceful_shutdown=5,
+                            server_header=False, proxy_headers=bool(proxies),
+                            forwarded_allow_ips=proxies or None, timeout_graceful_shutdown=5,
                             lifespan="on")
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -5,15 +5,17 @@ the sign-in, or ``Authorization: Bearer <token>`` for scripts (``render users to
 ``POST /api/tokens``). Every API route but the sign-in answers 401 without one of them. A request
 that changes something with the cookie must carry the session's CSRF token in ``X-CSRF-Token``
 (the pages' script sends it), and a request from another origin is refused. A student gets 404
-for anything not theirs, exactly as for what does not exist. The OpenAPI description is at
+for anything not theirs, exactly as for what does not exist. Credentials that are malformed in any
+way (non-ASCII, wrong length) are simply wrong: 401/403. Every answer, a 500 included, carries the
+security headers; a full disk at any step is 507. The OpenAPI description is at
 ``/openapi.json`` (the interactive docs would load their assets from a CDN, so there are none).
 """
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import re
+import sqlite3
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +33,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..config import profile_names
 from .accounts import (COOKIE, SESSION_MAX_S, PasswordRejected, Session, SignInRefused, User,
-                       check_new_password)
+                       check_new_password, same_secret)
 from .classroom import CONSENT, Classroom
-from .errors import Refused, not_found
+from .errors import Refused, disk_full, not_found, out_of_space
 from .uploads import drain, receive
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,9 @@ class Token(BaseModel):
 
 
 class SecureHeaders:
-    """ASGI middleware: security headers on every answer, and no caching of API answers."""
+    """ASGI middleware: security headers on every answer, and no caching of API answers. It
+    wraps the whole app (:class:`ClassroomApp`), so the 500 that Starlette's outermost error
+    middleware sends for an unhandled exception carries them too."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -108,13 +112,24 @@ class SecureHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class ClassroomApp(FastAPI):
+    """FastAPI with :class:`SecureHeaders` outside every other middleware, the server-error one
+    included (``add_middleware`` would put it inside that one)."""
+
+    def build_middleware_stack(self):
+        return SecureHeaders(super().build_middleware_stack())
+
+
 def _same_origin(request: Request) -> bool:
     """False when the browser says the request comes from another site."""
     origin = request.headers.get("origin")
     if origin is None:
         return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
     host = request.headers.get("host", "")
-    return urlsplit(origin).netloc == host
+    try:
+        return urlsplit(origin).netloc == host
+    except ValueError:          # not a URL at all (e.g. "http://[::1"): not this site either
+        return False
 
 
 def download_name(label: str, suffix: str) -> str:
@@ -145,9 +160,9 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         finally:
             task.cancel()
 
-    app = FastAPI(title="render classroom", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, openapi_url="/openapi.json",
-                  description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    app = ClassroomApp(title="render classroom", version=__version__, lifespan=lifespan,
+                       docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
 
     # -- errors: one line each ------------------------------------------------------------------
     @app.exception_handler(Refused)
@@ -167,6 +182,21 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(OSError)
+    @app.exception_handler(sqlite3.Error)
+    async def storage_error(request: Request, exc: Exception):
+        if not out_of_space(exc, classroom.state):
+            raise exc                      # a fault of the server: the 500 below
+        log.warning("%s %s refused: the disk of %s is full (%s)", request.method,
+                    request.url.path, classroom.state, exc)
+        return JSONResponse({"detail": str(disk_full("the request"))}, status_code=507)
+
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception):
+        # Starlette logs the traceback after this answer is sent
+        return JSONResponse({"detail": "internal server error: the server's log has the cause"},
+                            status_code=500)
+
     # -- who is calling -------------------------------------------------------------------------
     def caller(request: Request) -> Caller:
         auth = request.headers.get("authorization")
@@ -181,7 +211,7 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
             raise _unauthorized("not signed in")
         if request.method in UNSAFE_METHODS:
             sent = request.headers.get("x-csrf-token", "")
-            if not _same_origin(request) or not hmac.compare_digest(sent, session.csrf):
+            if not _same_origin(request) or not same_secret(sent, session.csrf):
                 raise Refused(403, "missing or wrong CSRF token: reload the page and try again")
         return Caller(session.user, session)
 
@@ -222,11 +252,12 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
                            csrf=c.session.csrf if c.session else None)
 
     @app.delete("/api/session", status_code=204, tags=["session"], summary="Sign out")
-    def sign_out(response: Response, c: Caller = Depends(caller)) -> Response:
+    def sign_out(request: Request, c: Caller = Depends(caller)) -> Response:
         if c.session is not None:
             accounts.close_session(c.session)
         response = Response(status_code=204)
-        response.delete_cookie(COOKIE, path="/")
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict",
+                               secure=request.url.scheme == "https")
         return response
 
     @app.post("/api/password", response_model=SessionInfo, tags=["session"],
@@ -401,7 +432,6 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         return page("teacher.html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.add_middleware(SecureHeaders)
     return app
 
 

@@ -12,7 +12,6 @@ and face detector, so a bad file gets one clear message now instead of a failed 
 """
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import re
@@ -29,7 +28,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from ..config import load_config
 from ..errors import MediaError, RenderError
 from ..media.probe import MediaInfo, probe
-from .errors import Refused
+from .errors import Refused, disk_full, out_of_space
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +38,11 @@ TEXT_MAX = 4096                 # bytes of one text field
 OVERHEAD = 64 * 1024            # multipart headers and text fields on top of the files
 DRAIN_MAX = 64 * 1024 * 1024    # a refused body is read (and dropped) up to this much, so that the
                                 # client sees the answer instead of a reset connection
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 #: ffprobe's first format name → the extension the stored file gets (the renderer's own list)
 VIDEO_CONTAINERS = {"mov": ".mp4", "matroska": ".mkv", "avi": ".avi"}
 IMAGE_CONTAINERS = {"png_pipe": ".png", "jpeg_pipe": ".jpg", "webp_pipe": ".webp",
                     "bmp_pipe": ".bmp", "tiff_pipe": ".tif"}
-
-
-def disk_full(what: str = "the upload") -> Refused:
-    return Refused(507, f"the server's disk is full: {what} was refused and nothing was "
-                        f"kept; finished results are safe (ask your teacher to free space)")
 
 
 @dataclass
@@ -192,7 +185,7 @@ async def receive(request: Any, incoming: Path, *, max_file: int, min_free: int)
             for f in received.files.values():
                 _fsync(f.path)
         except OSError as exc:
-            if exc.errno in NO_SPACE:
+            if out_of_space(exc, incoming):
                 log.warning("an upload was refused: the disk filled up while it was written (%s)",
                             incoming)
                 raise disk_full() from None
