@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 from .config import Config, required_models
-from . import __version__, interrupts, report
+from . import __version__, report
 from . import mark as marking
 from .errors import Interrupted, MediaError, ModelError, RenderError, RenderFailed, UsageError
 from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
@@ -31,7 +31,8 @@ from .faces.select import ReferenceTracks, select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
-from .execute import ExecResult, Executor
+from .execute import ExecResult, Executor, Hooks
+from .interrupts import PROCESS, StopToken
 from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
                           ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
@@ -452,13 +453,12 @@ class Renderer:
                                          version=__version__, record=marks)
 
     def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
-                 stop: Callable[[], str | None] | None = None,
-                 on_segment: Callable | None = None) -> Executor:
+                 stop: StopToken | None = None, on_segment: Callable | None = None) -> Executor:
+        hooks = Hooks(stop=stop or PROCESS, segment_done=on_segment,
+                      before_commit=self.marker(plan, marks if marks is not None else {}))
         return Executor(plan, lambda times: self.make_stage(job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
-                        progress=self.cfg.progress,
-                        before_commit=self.marker(plan, marks if marks is not None else {}),
-                        stop=stop, on_segment=on_segment, threads=self.models.threads,
+                        progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
                         apply_threads=self.models.apply_threads, preload=self.models.preload)
 
     def up_to_date(self, job: Job) -> bool:
@@ -479,7 +479,7 @@ class Renderer:
         return plan.key == recorded_key and hash_file(out) == recorded_sha
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
-               lock: Mapping[str, Any] | None = None, stop: Callable[[], str | None] | None = None,
+               lock: Mapping[str, Any] | None = None, stop: StopToken | None = None,
                on_segment: Callable | None = None,
                segments: list[int] | None = None) -> RenderResult:
         """Plan, execute, and write the report beside the output (into the work folder when the
@@ -488,7 +488,7 @@ class Renderer:
         memory = report.PeakMemory()
         plan = info = result = None
         marks: dict = {}
-        with interrupts.guarded():   # a stop after the commit waits for the report
+        with (stop or PROCESS).guarded():   # a stop after the commit waits for the report
             try:
                 plan, info = self.prepare(job)
                 result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run(
@@ -580,7 +580,7 @@ def lock_record(held: DeviceLock | None) -> dict | None:
 
 
 def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
-               stop: Callable[[], str | None] | None = None,
+               stop: StopToken | None = None,
                on_segment: Callable[[Job, Any, int, int], None] | None = None,
                on_wait: Callable[[str], None] | None = None) -> Batch:
     """Render every planned job under the device lock. In folder mode a failing target does not
@@ -651,10 +651,10 @@ def _single_job(cfg: Config, what: str) -> Job:
     return jobs[0]
 
 
-def render_shard(cfg: Config, *, stop: Callable[[], str | None] | None = None) -> ExecResult:
+def render_shard(cfg: Config, *, stop: StopToken | None = None) -> ExecResult:
     """Render this shard's segments of the plan into the shared work folder, then exit; a re-run
     skips the segments already committed. Refused when the work folder holds another job's plan.
-    ``stop`` is asked before each segment (:class:`Executor`)."""
+    ``stop`` is asked between and within segments (:class:`~render.execute.Hooks`)."""
     index, count = shard_index(cfg)
     job = _single_job(cfg, "a shard")
     owner = {"job": f"shard-{index}-of-{count}", "target": job.target.name}

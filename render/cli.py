@@ -7,16 +7,14 @@ traceback only with ``--debug``.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Sequence
 
-from . import __version__, interrupts
+from . import __version__
 from .config import help_text, load_config, parse_overrides, profile_models
 from .errors import Interrupted, RenderError, UsageError
+from .interrupts import PROCESS
 
 log = logging.getLogger("render")
 
@@ -58,40 +56,6 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-#: set by SIGTERM or SIGINT (the reason); a render also checks it between segments, in case the
-#: exception that the handler raised was swallowed where Python ignores exceptions
-_stop_reason: list[str] = []
-#: the signal sent again (see _on_signal), cancelled when main() returns
-_resend: list[threading.Timer] = []
-
-
-def _stop_requested() -> str | None:
-    return _stop_reason[0] if _stop_reason else None
-
-
-def _on_signal(signum, frame) -> None:
-    """SIGTERM / SIGINT: unwind the render (children reaped, temp files removed) with one line.
-
-    Not while the main thread is inside the logging module: its at-fork callbacks run around
-    the fork of every ffmpeg child (``preexec_fn``), Python ignores an exception raised in them,
-    and the module's lock would stay held (seen under Slurm: a shard cancelled while it started
-    its encoder rendered on to the end). There the signal is sent again a moment later.
-    """
-    if not _stop_reason:
-        _stop_reason.append("terminated" if signum == signal.SIGTERM else "interrupted")
-    if interrupts.deferred(signum):   # the output is being committed: raised once its report is
-        return                        # written
-    if frame is not None and getattr(frame, "f_globals", {}).get("__name__") == "logging":
-        again = threading.Timer(0.02, os.kill, (os.getpid(), signum))
-        again.daemon = True
-        _resend.append(again)
-        again.start()
-        return
-    if signum == signal.SIGTERM:
-        raise Interrupted("terminated")
-    raise KeyboardInterrupt
-
-
 def _models_command(args: list[str]) -> int:
     from .models.commands import main as models_main
 
@@ -112,14 +76,16 @@ def _models_command(args: list[str]) -> int:
 
 
 def run(argv: Sequence[str]) -> int:
+    """One command; a stop (SIGTERM, Ctrl-C) is the process's token (interrupts.py)."""
     args = list(argv)
     if args and args[0] == "models":
         return _models_command(args[1:])
     if args and args[0] in ("submit", "work", "jobs"):
         from . import work
 
-        return {"submit": work.submit_main, "work": work.work_main,
-                "jobs": work.jobs_main}[args[0]](args[1:])
+        if args[0] == "work":
+            return work.work_main(args[1:], stop=PROCESS)
+        return {"submit": work.submit_main, "jobs": work.jobs_main}[args[0]](args[1:])
     if args and args[0] == "verify":
         from .verify import main as verify_main
 
@@ -153,9 +119,9 @@ def run(argv: Sequence[str]) -> int:
 
     cfg = load_config(parse_overrides(_shard_shorthand(args)))
     if cfg.shard.count:
-        render_shard(cfg, stop=_stop_requested)
+        render_shard(cfg, stop=PROCESS)
         return 0
-    render_all(cfg, stop=_stop_requested)
+    render_all(cfg, stop=PROCESS)
     return 0
 
 
@@ -180,14 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in args or "-v" in args
     args = [a for a in args if a not in ("--debug", "--verbose", "-v")]
     _setup_logging(debug, verbose)
-    _stop_reason.clear()
-    # a signal the caller ignores stays ignored (a shell's background job ignores SIGINT)
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    for sig, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(sig, _on_signal)
+    PROCESS.reset()
     try:
-        return run(args)
+        with PROCESS.handling_signals():
+            return run(args)
     except RenderError as exc:
         if debug:
             log.exception("failed")
@@ -202,12 +164,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"render: error: internal error: {type(exc).__name__}: "
                          f"{' '.join(str(exc).split())} (run with --debug for a traceback)\n")
         return 5
-    finally:
-        while _resend:
-            _resend.pop().cancel()
-        for sig, handler in previous.items():
-            if handler is not None:
-                signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

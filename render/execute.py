@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import interrupts
-from .errors import Interrupted, MediaError, RenderFailed, UsageError
+from .errors import MediaError, RenderFailed, UsageError
+from .interrupts import PROCESS, StopToken, Stopped  # noqa: F401 - Stopped: where a stop surfaces
 from .media import mp4index
 from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
@@ -67,11 +67,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-class Stopped(Interrupted):
-    """A worker asked the render to stop between two segments (SIGTERM, a cancelled job); the
-    committed segments stay for a resume."""
-
-
 @dataclass
 class SegmentRecord:
     """The sidecar of a committed segment (and what the report lists)."""
@@ -91,6 +86,22 @@ class SegmentRecord:
         data = asdict(self)
         data.pop("resumed")
         return json.dumps(data, sort_keys=True).encode()
+
+
+@dataclass
+class Hooks:
+    """What an :class:`Executor` asks and tells its caller while it runs.
+
+    ``stop`` is asked between segments and batch by batch within them (a stop drops the unfinished
+    segment and keeps the committed ones); ``segment_done(record, done, total)`` is told when a
+    segment is committed, and once with ``record=None`` as the rendering starts (``done`` counts
+    the segments found committed); ``before_commit(tmp)`` gets the finished temp file before it
+    is verified and replaces the output (marking).
+    """
+
+    stop: StopToken = field(default_factory=lambda: PROCESS)
+    segment_done: Callable[["SegmentRecord | None", int, int], None] | None = None
+    before_commit: Callable[[Path], None] | None = None
 
 
 @dataclass
@@ -289,10 +300,7 @@ class Executor:
     """
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
-                 frames_in_flight: int, progress: str = "off",
-                 on_segment: Callable[[SegmentRecord | None, int, int], None] | None = None,
-                 before_commit: Callable[[Path], None] | None = None,
-                 stop: Callable[[], str | None] | None = None,
+                 frames_in_flight: int, progress: str = "off", hooks: Hooks | None = None,
                  threads: ThreadPolicy | None = None,
                  apply_threads: Callable[[], None] | None = None,
                  preload: Callable[[], Preload] | None = None) -> None:
@@ -300,20 +308,19 @@ class Executor:
         self.preload = preload
         self.threads = threads
         self.apply_threads = apply_threads
-        self._before_commit = before_commit
-        self.stop = stop
+        self.hooks = hooks or Hooks()
         self.make_stage = make_stage
         self.frames_in_flight = frames_in_flight
         self.progress_mode = progress
-        self.on_segment = on_segment
         self.work = WorkFolder(plan)
 
     # -- segments ------------------------------------------------------------------------------
     def run(self, segments: Iterable[int] | None = None, *, assemble: bool = True,
             refuse_other: bool = False) -> ExecResult:
         plan = self.plan
+        stop = self.hooks.stop
         if plan.kind == "image":
-            with self._preloading(True):
+            with stop.polled(), self._preloading(True):
                 return self._image()
         wanted = set(range(len(plan.segments))) if segments is None else set(segments)
         self.work.open(refuse_other=refuse_other)
@@ -340,20 +347,19 @@ class Executor:
                     progress.note(note)
                 else:
                     log.info("%s: %s", Path(plan.output).name, note)
-            if self.on_segment is not None:
-                self.on_segment(None, done_before, len(wanted))
-            with self._preloading(bool(todo)):
+            done_hook = self.hooks.segment_done
+            if done_hook is not None:
+                done_hook(None, done_before, len(wanted))
+            with stop.polled(), self._preloading(bool(todo)):
                 try:
                     for seg in todo:
-                        reason = self.stop() if self.stop is not None else None
-                        if reason:
-                            raise Stopped(reason)
+                        stop.check()
                         rec, n, c = self._segment(seg, times, progress)
                         decoded += n
                         commit_s += c
                         records[seg.index] = rec
-                        if self.on_segment is not None:
-                            self.on_segment(rec, len([i for i in records if i in wanted]), len(wanted))
+                        if done_hook is not None:
+                            done_hook(rec, len([i for i in records if i in wanted]), len(wanted))
                 finally:
                     if progress is not None:
                         progress.close()
@@ -392,7 +398,8 @@ class Executor:
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
-            frames = stream(reader, writer.write, self._with_policy(stage.prepare, reader, writer),
+            prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer))
+            frames = stream(reader, writer.write, prepare,
                             frames_in_flight=self.frames_in_flight, times=seg_times,
                             progress=progress, lanes=self._lanes)
             if frames < seg.frames:
@@ -415,6 +422,17 @@ class Executor:
         t1 = time.perf_counter()
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
+
+    def _stoppable(self, process: Callable[[list], Callable[[], None] | None]
+                   ) -> Callable[[list], Callable[[], None] | None]:
+        """``process`` that asks the stop hook before each batch: a stop within a segment unwinds
+        the stream, and the writer's abort removes the unfinished temp segment."""
+        check = self.hooks.stop.check
+
+        def checked(batch: list) -> Callable[[], None] | None:
+            check()
+            return process(batch)
+        return checked
 
     def _with_policy(self, prepare: Callable[[list], Callable[[], None] | None], reader: FrameReader,
                      writer: FrameWriter) -> Callable[[list], Callable[[], None] | None]:
@@ -451,13 +469,13 @@ class Executor:
             encode = list(seg.encode[:-1]) + [out.tmp_path]
             with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                     FrameWriter(encode, out.tmp_path) as writer:
-                frames = stream(reader, writer.write, stage.process,
+                frames = stream(reader, writer.write, self._stoppable(stage.process),
                                 frames_in_flight=self.frames_in_flight, times=times)
                 writer.close()
             if frames == 0:
                 raise MediaError(f"no frames decoded from {plan.target}")
             self.before_commit(Path(out.tmp_path))
-            interrupts.hold()     # from here a stop signal waits for the report (interrupts.py)
+            self.hooks.stop.hold()    # from here a stop waits for the report (interrupts.py)
             out.commit()
         rec = SegmentRecord(index=0, start=0, end=1, sha256="", bytes=0,
                             seconds=round(time.perf_counter() - t0, 3), faces=times.faces,
@@ -469,8 +487,8 @@ class Executor:
 
     def before_commit(self, tmp: Path) -> None:
         """The finished temp file, before it is verified and replaces the output (marks)."""
-        if self._before_commit is not None:
-            self._before_commit(tmp)
+        if self.hooks.before_commit is not None:
+            self.hooks.before_commit(tmp)
 
     # -- assembly --------------------------------------------------------------------------------
     def missing(self) -> list[SegmentPlan]:
@@ -512,7 +530,7 @@ class Executor:
                 raise
             t3 = time.perf_counter()
             _fsync_file(tmp)
-            interrupts.hold()     # from here a stop signal waits for the report (interrupts.py)
+            self.hooks.stop.hold()    # from here a stop waits for the report (interrupts.py)
             try:
                 os.replace(tmp, out)
             except OSError as exc:

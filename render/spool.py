@@ -10,7 +10,8 @@ spool/cancel/ID         a cancel request for a running job
 A job file is written under a temp name in ``spool/tmp`` and renamed into ``queued/``, so no crash
 leaves a half-written job. A worker first takes the job's flock, then renames it from ``queued/``
 to ``running/``: two workers never take the same job. A job in ``running/`` whose flock nobody
-holds was left by a worker that died; the next worker takes it and resumes its segments.
+holds was left by a worker that died; the next worker takes it and resumes its segments. Until
+then it is listed as running with ``worker_gone`` set: the same flock, not a pid, tells.
 """
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ class Job:
     result: dict[str, Any] | None = None
     progress: dict[str, Any] | None = None
     changed: float = 0.0               # when it entered its state (ctime of the renamed file)
+    #: running, but no worker holds its flock: its worker died, the next worker takes it over
+    worker_gone: bool = False
 
     @property
     def owner(self) -> str:
@@ -157,6 +160,8 @@ class Spool:
                       changed=_ctime(path))
         job.result = _read_json(self.root / "results" / f"{job_id}.json")
         job.progress = _read_json(self.root / "progress" / f"{job_id}.json")
+        if state == "running":
+            job.worker_gone = not self.held(job_id) and path.exists()   # not finished meanwhile
         return job
 
     def jobs(self, states: tuple[str, ...] = STATES) -> list[Job]:
@@ -200,14 +205,20 @@ class Spool:
         return fd
 
     def held(self, job_id: str) -> bool:
-        """Someone holds the job's flock (its worker is alive)."""
-        path = self.root / "locks" / f"{job_id}.lock"
-        if not path.exists():
+        """Someone holds the job's flock (its worker is alive). Asked with a shared lock on a
+        read-only descriptor: a reader of the spool needs no write access to it."""
+        try:
+            fd = os.open(self.root / "locks" / f"{job_id}.lock", os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
             return False
-        fd = self._lock(job_id)
-        if fd is None:
-            return True
-        os.close(fd)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                return True
+            raise
+        finally:
+            os.close(fd)
         return False
 
     def claim(self) -> Claim | None:

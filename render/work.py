@@ -5,8 +5,10 @@
 - ``render work [follow=true]`` takes queued jobs in order (priority, then oldest first), renders
   each under the device lock, and moves it to done or failed with its report paths or the one-line
   error. A job left in ``running/`` by a worker that died is taken first and resumes from its
-  committed segments. SIGTERM finishes the current segment and requeues the job; a cancelled job
-  stops within one segment.
+  committed segments. SIGTERM (or Ctrl-C) stops the render within about a second, requeues the
+  job (its committed segments are kept for the next worker) and ends the worker with exit 130
+  and one line, whether it was rendering or idle; a cancelled job stops as fast and ends
+  cancelled.
 - ``render jobs`` lists the jobs; ``render jobs retry|cancel|remove ID``; ``render jobs clean older=7d``.
 
 A job file (YAML)::
@@ -23,7 +25,6 @@ Relative paths are taken from the job file's folder (from the current folder for
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 import time
 from datetime import datetime, timezone
@@ -32,10 +33,9 @@ from typing import IO, Any, Mapping, Sequence
 
 import yaml
 
-from . import interrupts
 from .config import SCHEMA, load_config, parse_overrides
 from .errors import Interrupted, RenderError, UsageError
-from .execute import Stopped
+from .interrupts import StopToken
 from .spool import Spool, parse_age
 
 log = logging.getLogger(__name__)
@@ -146,26 +146,20 @@ def submit_main(args: Sequence[str], stream: IO[str] | None = None) -> int:
 class Worker:
     """Runs jobs from one spool until it is empty (or forever with ``follow``)."""
 
-    def __init__(self, spool: Spool, defaults: Mapping[str, str], *, follow: bool = False) -> None:
+    def __init__(self, spool: Spool, defaults: Mapping[str, str], *, follow: bool = False,
+                 stop: StopToken | None = None) -> None:
         self.spool = spool
         self.defaults = dict(defaults)
         self.follow = follow
-        self.terminating = False
-        self.rendering = False
-
-    def on_sigterm(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
-        """Between segments: finish the segment, then requeue. Before any segment started (e.g.
-        waiting for the GPU): stop at once."""
-        self.terminating = True
-        if interrupts.deferred(signum):   # an output being committed: raised after its report
-            return
-        if not self.rendering:
-            raise Interrupted("terminated")
+        #: the process's stop token (its signal handlers set it); each job adds its cancel request
+        self.stop = stop or StopToken()
 
     def run(self) -> int:
+        """Run jobs until the queue is empty (or for ever with ``follow``); a stop by a signal
+        raises :class:`Interrupted` once the job it stopped is requeued."""
         self.spool.ensure()
         ran = 0
-        while not self.terminating:
+        while not self._stopped():
             for bad in [j for j in self.spool.jobs(("queued",)) if j.spec is None]:
                 log.error("job %s: %s", bad.id, bad.error)
                 self.spool.fail_unreadable(bad)
@@ -177,7 +171,14 @@ class Worker:
                 continue
             ran += 1
             self.run_job(claim)
+        if self._stopped():
+            raise Interrupted(self._stopped())
         return ran
+
+    def _stopped(self) -> str | None:
+        """Why this worker stops (a signal, or a stop requested in-process), None while it runs on;
+        a job's cancel request stops only that job."""
+        return self.stop.signalled or self.stop.reason
 
     def run_job(self, claim) -> None:
         from .app import BatchFailed, render_all
@@ -196,15 +197,10 @@ class Worker:
         frames = {"done": 0}
         pace: dict[str, float] = {}        # the current target: when its segments started, done then
 
-        def stop() -> str | None:
-            if self.spool.cancel_requested(job.id):
-                return "cancelled"
-            if self.terminating:
-                return "terminated"
-            return None
+        def cancelled() -> str | None:
+            return "cancelled" if self.spool.cancel_requested(job.id) else None
 
         def on_segment(render_job, record, done: int, total: int) -> None:
-            self.rendering = True
             now = time.monotonic()
             if record is None:                 # this target starts (after its resumed segments)
                 pace.update(start=now, base=done)
@@ -224,50 +220,42 @@ class Worker:
             self.spool.progress(job.id, state="waiting", waiting=line)
 
         try:
-            for target in targets or [None]:
-                run = dict(settings)
-                if target is not None:
-                    run["target"] = target
-                cfg = load_config(run)
-                batch = render_all(cfg, meta=meta, stop=stop, on_segment=on_segment,
-                                   on_wait=on_wait)
-                counts["rendered"] += len(batch.rendered)
-                counts["up_to_date"] += len(batch.skipped)
-                reports += [str(r.report_path) for r in batch.rendered]
-                reports += [str(_report_of(j.output)) for j in batch.skipped]
-        except Stopped as exc:
-            self.rendering = False
+            with self.stop.watching(cancelled):
+                for target in targets or [None]:
+                    run = dict(settings)
+                    if target is not None:
+                        run["target"] = target
+                    cfg = load_config(run)
+                    batch = render_all(cfg, meta=meta, stop=self.stop, on_segment=on_segment,
+                                       on_wait=on_wait)
+                    counts["rendered"] += len(batch.rendered)
+                    counts["up_to_date"] += len(batch.skipped)
+                    reports += [str(r.report_path) for r in batch.rendered]
+                    reports += [str(_report_of(j.output)) for j in batch.skipped]
+        except (Interrupted, KeyboardInterrupt) as exc:    # run() ends the worker after a signal
             if str(exc) == "cancelled":
                 self.spool.finish(claim, "cancelled", {"error": "cancelled while running",
                                                        "reports": reports, **counts})
                 log.info("job %s: cancelled", job.id)
             else:
-                self.spool.requeue(claim)
-                log.info("job %s: requeued (%s)", job.id, exc)
+                self.spool.requeue(claim)      # the next worker resumes its committed segments
+                log.info("job %s: requeued (%s)", job.id, self._stopped() or exc)
             return
-        except Interrupted:
-            self.rendering = False
-            self.spool.requeue(claim)
-            raise
         except BatchFailed as exc:
-            self.rendering = False
             reports += [str(r.report_path) for r in exc.batch.rendered]
             self.spool.finish(claim, "failed", {"error": str(exc), "reports": reports,
                                                 "rendered": counts["rendered"] + len(exc.batch.rendered)})
             log.error("job %s failed: %s", job.id, exc)
             return
         except RenderError as exc:
-            self.rendering = False
             self.spool.finish(claim, "failed", {"error": str(exc), "reports": reports, **counts})
             log.error("job %s failed: %s", job.id, exc)
             return
         except Exception as exc:  # noqa: BLE001 - a job never takes the worker down with it
-            self.rendering = False
             text = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
             self.spool.finish(claim, "failed", {"error": text, "reports": reports, **counts})
             log.exception("job %s failed", job.id)
             return
-        self.rendering = False
         self.spool.finish(claim, "done", {"error": None, "reports": reports, **counts,
                                           "seconds": round(time.monotonic() - started, 3)})
         log.info("job %s done: %d rendered, %d up to date", job.id, counts["rendered"],
@@ -280,19 +268,14 @@ def _report_of(output: Path) -> Path:
     return report_path(output.absolute())
 
 
-def work_main(args: Sequence[str]) -> int:
+def work_main(args: Sequence[str], stop: StopToken | None = None) -> int:
     keys = parse_overrides([a for a in args if a.split("=", 1)[0] != "follow"])
     follow_arg = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0] == "follow"]
     follow = bool(follow_arg) and follow_arg[-1].lower() in ("1", "true", "yes", "on")
     cfg = load_config(dict(keys))
     spool = Spool(cfg.spool_path)
     defaults = {k: v for k, v in keys.items() if k not in WORKER_KEYS}
-    worker = Worker(spool, defaults, follow=follow)
-    previous = signal.signal(signal.SIGTERM, worker.on_sigterm)
-    try:
-        worker.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    Worker(spool, defaults, follow=follow, stop=stop).run()
     return 0
 
 
@@ -321,6 +304,10 @@ def _duration(seconds: float) -> str:
 
 def describe_progress(job) -> str:
     p = job.progress or {}
+    if job.state == "running" and job.worker_gone:
+        where = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}".strip() \
+            if p.get("segments_total") else ""
+        return f"worker gone{f' at {where}' if where else ''}: the next worker resumes it"
     if job.state == "running":
         if p.get("state") == "waiting":
             return p.get("waiting") or "waiting for the device"

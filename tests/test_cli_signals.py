@@ -14,27 +14,28 @@ import pytest
 
 from render.standins import media as mf
 from conftest import cli_env, model_args
-from render import cli
+from render import cli, interrupts
 from render.errors import Interrupted
+from render.interrupts import PROCESS, Stopped, StopToken
 
 
 @pytest.fixture(autouse=True)
-def _fresh_flag():
-    cli._stop_reason.clear()
+def _fresh_token():
+    PROCESS.reset()
     yield
-    cli._stop_reason.clear()
+    PROCESS.reset()
 
 
 def test_sigterm_inside_logging_is_sent_again_instead_of_raised(monkeypatch):
     sent = []
-    monkeypatch.setattr(cli.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    monkeypatch.setattr(interrupts.os, "kill", lambda pid, sig: sent.append((pid, sig)))
     in_logging = types.SimpleNamespace(f_globals={"__name__": "logging"})
-    cli._on_signal(signal.SIGTERM, in_logging)             # no exception here
-    assert cli._stop_requested() == "terminated"
+    PROCESS.on_signal(signal.SIGTERM, in_logging)          # no exception here
+    assert PROCESS.requested() == "terminated"
     deadline = time.monotonic() + 5
     while not sent and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sent == [(cli.os.getpid(), signal.SIGTERM)]
+    assert sent == [(interrupts.os.getpid(), signal.SIGTERM)]
 
 
 def test_an_ignored_sigint_stays_ignored_and_the_handlers_are_restored(monkeypatch):
@@ -49,7 +50,7 @@ def test_an_ignored_sigint_stays_ignored_and_the_handlers_are_restored(monkeypat
     term_before = signal.getsignal(signal.SIGTERM)
     try:
         assert cli.main(["profile=low"]) == 0
-        assert seen == {"int": signal.SIG_IGN, "term": cli._on_signal}
+        assert seen == {"int": signal.SIG_IGN, "term": PROCESS.on_signal}
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is term_before
     finally:
@@ -60,12 +61,12 @@ def test_an_ignored_sigint_stays_ignored_and_the_handlers_are_restored(monkeypat
 
 def test_sigterm_or_sigint_elsewhere_raises_and_leaves_the_stop_reason():
     with pytest.raises(Interrupted, match="terminated"):
-        cli._on_signal(signal.SIGTERM, sys._getframe())
-    assert cli._stop_requested() == "terminated"
-    cli._stop_reason.clear()
+        PROCESS.on_signal(signal.SIGTERM, sys._getframe())
+    assert PROCESS.requested() == "terminated"
+    PROCESS.reset()
     with pytest.raises(KeyboardInterrupt):
-        cli._on_signal(signal.SIGINT, sys._getframe())
-    assert cli._stop_requested() == "interrupted"
+        PROCESS.on_signal(signal.SIGINT, sys._getframe())
+    assert PROCESS.requested() == "interrupted"
 
 
 @pytest.mark.parametrize("signum, line", [(signal.SIGTERM, "render: error: terminated"),
@@ -108,32 +109,33 @@ def test_a_signal_during_the_commit_waits_for_the_report(monkeypatch):
     """From hold() (the output is about to replace the old one) to the end of the guarded block
     (its report written), the handler records the signal instead of raising it; the block's end
     raises it. Before hold(), and outside any block, the handler raises at once."""
-    from render import interrupts
-
+    token = StopToken()
     with pytest.raises(Interrupted):
-        with interrupts.guarded():
+        with token.guarded():
             with pytest.raises(Interrupted):         # not holding yet: raised where it lands
-                cli._on_signal(signal.SIGTERM, sys._getframe())
-            interrupts.hold()
-            cli._on_signal(signal.SIGTERM, sys._getframe())    # kept
+                token.on_signal(signal.SIGTERM, sys._getframe())
+            token.hold()
+            token.on_signal(signal.SIGTERM, sys._getframe())    # kept
             done = True                                          # the report would be written here
     assert done
-    assert cli._stop_requested() == "terminated"
+    assert token.requested() == "terminated"
+    token = StopToken()
     with pytest.raises(KeyboardInterrupt):
-        with interrupts.guarded():
-            interrupts.hold()
-            cli._on_signal(signal.SIGINT, sys._getframe())
+        with token.guarded():
+            token.hold()
+            token.on_signal(signal.SIGINT, sys._getframe())
     # a block that fails on its own keeps its own exception; nothing is left pending
+    token = StopToken()
     with pytest.raises(OSError):
-        with interrupts.guarded():
-            interrupts.hold()
-            cli._on_signal(signal.SIGTERM, sys._getframe())
+        with token.guarded():
+            token.hold()
+            token.on_signal(signal.SIGTERM, sys._getframe())
             raise OSError("disk full")
-    with interrupts.guarded():
+    with token.guarded():
         pass
-    interrupts.hold()                                    # outside a block: a no-op
+    token.hold()                                         # outside a block: a no-op
     with pytest.raises(Interrupted):
-        cli._on_signal(signal.SIGTERM, sys._getframe())
+        token.on_signal(signal.SIGTERM, sys._getframe())
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -178,18 +180,27 @@ def test_signal_right_after_the_output_is_replaced_leaves_output_and_report_agre
         assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_the_job_workers_sigterm_also_waits_during_the_commit(tmp_path):
-    """`render work`'s own SIGTERM handler (finish the segment, then requeue) raised at once for
-    an image job, which has no segments: the same window as the CLI's."""
-    from render import interrupts
-    from render.spool import Spool
-    from render.work import Worker
-
-    worker = Worker(Spool(tmp_path / "spool"), {}, follow=False)
-    with pytest.raises(Interrupted):
-        with interrupts.guarded():
-            interrupts.hold()
-            worker.on_sigterm(signal.SIGTERM, None)          # kept for the end of the block
-            assert worker.terminating
-    with pytest.raises(Interrupted):                       # outside the window, not rendering
-        worker.on_sigterm(signal.SIGTERM, None)
+def test_a_signal_in_a_polled_block_waits_for_its_check_and_a_second_one_does_not():
+    """The executor's segments ask the token batch by batch (a polled block): a signal there is
+    raised by the next check as Stopped, at a point where the pipeline unwinds cleanly, and by the
+    block's end at the latest. A second signal is raised where it lands (a render stuck in a batch
+    can still be stopped). A queue's cancel request is seen through a watched poll, and forgotten
+    when its job ends."""
+    token = StopToken()
+    with pytest.raises(Stopped, match="terminated"):
+        with token.polled():
+            token.on_signal(signal.SIGTERM, sys._getframe())     # recorded, not raised
+            token.check()
+    token = StopToken()
+    with pytest.raises(Stopped, match="interrupted"):
+        with token.polled():
+            token.on_signal(signal.SIGINT, sys._getframe())
+    with pytest.raises(KeyboardInterrupt):
+        with token.polled():
+            token.on_signal(signal.SIGINT, sys._getframe())      # the second: at once
+    token = StopToken()
+    asked = []
+    with token.watching(lambda: asked.append(1) or "cancelled"):
+        with pytest.raises(Stopped, match="cancelled"):
+            token.check()
+    assert asked and token.requested() is None and token.signalled is None

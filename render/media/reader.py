@@ -136,7 +136,8 @@ def reap(proc: subprocess.Popen, timeout: float = TERMINATE_TIMEOUT) -> int:
         try:
             return proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            log.warning("ffmpeg (pid %d) ignored SIGTERM for %.0f s; killing it", proc.pid, timeout)
+            # routine while a stopped render unwinds: not a line of its own off a terminal
+            log.debug("ffmpeg (pid %d) ignored SIGTERM for %.0f s; killing it", proc.pid, timeout)
     finally:
         if proc.poll() is None:
             try:

@@ -149,6 +149,8 @@ class Classroom:
         if job.state == "running":
             if self.spool.cancel_requested(job.id):
                 phase = "cancelling"
+            elif job.worker_gone:
+                phase = "worker gone"
             elif p.get("state") == "waiting":
                 phase = "waiting"
             else:
@@ -174,7 +176,8 @@ class Classroom:
             "queue_length": len(order),
             "waiting_for": p.get("waiting") if phase == "waiting" else None,
             "progress": ({k: p.get(k) for k in ("segments_done", "segments_total", "fps", "eta_s")}
-                         if job.state == "running" and p.get("segments_total") else None),
+                         if job.state == "running" and not job.worker_gone and p.get("segments_total")
+                         else None),
             "message": describe_progress(job),
             "error": result.get("error") if job.state in ("failed", "cancelled") else None,
             "finished": _iso(finished),
