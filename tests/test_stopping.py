@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import media_fixtures as mf
+from render.standins import media as mf
 from conftest import TESTS, cli_env, run_cli
 from test_segments import committed, work_dirs
 from test_spool import common, jobs, submit, worker
