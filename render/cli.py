@@ -29,7 +29,8 @@ usage: render [--verbose | --debug] [key=value ...]
        render shard=I/N key=value ...   render shard I of N into the shared work folder
        render assemble key=value ...    join the shards' segments and commit the output
        render slurm submit key=value ... shards=N   a sharded render as a Slurm array + assembly
-       render serve [host=H] [port=P] [min_free_mb=M]   the classroom web page (render work renders)
+       render serve [host=H] [port=P] [min_free_mb=M] [trusted_proxies=ADDR,NET/BITS]
+                    the classroom web page (render work renders)
        render users add NAME [role=teacher] | list | disable NAME | enable NAME | reset NAME
                     | token NAME     the classroom's accounts (one-time passwords, script tokens)
        render --help [profile=P]     every key with its value in profile P (default: moderate)
@@ -39,6 +40,24 @@ Without target=, renders every video and image in input_dir with input_dir/sourc
 output_dir. Exit codes: 0 done, 1 verify found a mismatch, 2 usage/config, 3 bad input media,
 4 model missing or corrupt, 5 render failed, 130 interrupted.
 """
+
+
+HELP_FLAGS = ("-h", "--help")
+
+
+def subcommand_usage(name: str) -> str | None:
+    """The lines of :data:`USAGE` that describe ``render NAME`` (continuation lines included)."""
+    lines: list[str] = []
+    for line in USAGE.split("\n\n", 1)[0].splitlines():
+        words = line.removeprefix("usage:").split()
+        if words[:1] == ["render"]:
+            if lines:
+                break
+            if words[1:2] == [name]:
+                lines.append("usage: " + line[line.index("render "):])
+        elif lines:
+            lines.append(line)
+    return "\n".join(lines) + "\n" if lines else None
 
 
 def _setup_logging(debug: bool, verbose: bool) -> None:
@@ -78,6 +97,9 @@ def _models_command(args: list[str]) -> int:
 def run(argv: Sequence[str]) -> int:
     """One command; a stop (SIGTERM, Ctrl-C) is the process's token (interrupts.py)."""
     args = list(argv)
+    if args and any(a in HELP_FLAGS for a in args[1:]) and subcommand_usage(args[0]) is not None:
+        sys.stdout.write(subcommand_usage(args[0]))
+        return 0
     if args and args[0] == "models":
         return _models_command(args[1:])
     if args and args[0] in ("submit", "work", "jobs"):
