@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from render.standins import media as mf
-from conftest import TESTS, cli_env, run_cli
+from conftest import cli_env, run_cli
 from test_segments import committed, work_dirs
 from test_spool import common, jobs, submit, worker
+
+TESTS = Path(__file__).resolve().parent
 
 
 def wait_for(what, timeout: float = 120.0, step: float = 0.02):
