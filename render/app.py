@@ -37,6 +37,7 @@ from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
                           ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
 from .models.manifest import ModelEntry, load_manifest
+from .files import not_regular
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
@@ -84,6 +85,7 @@ def plan_jobs(cfg: Config) -> list[Job]:
     input_dir = Path(cfg.input_dir) if cfg.input_dir else None
     if cfg.source:
         source = Path(cfg.source)
+        _check_regular(source, "source")
         if not source.is_file():
             raise MediaError(f"source image not found: {source}")
     elif input_dir is not None:
@@ -99,6 +101,8 @@ def plan_jobs(cfg: Config) -> list[Job]:
         target = Path(cfg.target)
         if not target.exists():
             raise MediaError(f"target not found: {target}")
+        if not target.is_dir():
+            _check_regular(target, "target")
         targets = sorted(p for p in target.iterdir() if _is_media(p)) if target.is_dir() \
             else [target]
         folder = target if target.is_dir() else None
@@ -125,6 +129,7 @@ def plan_jobs(cfg: Config) -> list[Job]:
     inputs = {"the source image": source}
     if cfg.select.reference:
         inputs["the reference image"] = Path(cfg.select.reference)
+        _check_regular(inputs["the reference image"], "reference image")
     jobs = []
     for t, o in zip(targets, outputs):
         if o.suffix.lower() not in OUTPUT_EXTS:
@@ -143,6 +148,14 @@ def plan_jobs(cfg: Config) -> list[Job]:
         _check_name_length(o)
         jobs.append(Job(source, t, o))
     return jobs
+
+
+def _check_regular(path: Path, what: str) -> None:
+    """An input that exists but is no regular file (a FIFO, /dev/zero behind a link) would block
+    or never end when it is hashed or decoded: refused before anything reads it."""
+    kind = not_regular(path)
+    if kind is not None:
+        raise MediaError(f"{what} {path} is {kind}, not a regular file")
 
 
 def _output_name(target: Path) -> str:

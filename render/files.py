@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import stat
 from pathlib import Path
 
 
@@ -57,3 +58,19 @@ def file_identity(st: os.stat_result) -> dict[str, int]:
     (a stamp holding these and the SHA-256 spares hashing the file again)."""
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
             "inode": st.st_ino}
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists (links followed) but is no regular file — "a FIFO", "a
+    character device" … — else None. Reading such a thing can block for ever or never end."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")

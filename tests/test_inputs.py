@@ -1,0 +1,47 @@
+"""Inputs that exist but are no regular file are refused with one line before anything reads them
+(a FIFO or /dev/zero as target blocked in hashing for ever)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import model_args, run_cli
+from render.standins import media
+
+
+@pytest.fixture
+def clip(workdir):
+    return media.make_clip(workdir / "in" / "clip.mp4", width=160, height=96, seconds=0.5).path
+
+
+def refused(r, what: str, kind: str) -> None:
+    assert r.returncode == 3, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert what in lines[0] and f"is {kind}, not a regular file" in lines[0], lines[0]
+
+
+def test_a_fifo_or_a_device_as_target_is_refused_at_once(workdir, standin_models, clip):
+    fifo = workdir / "in" / "pipe.mp4"
+    os.mkfifo(fifo)
+    zero = workdir / "in" / "zero.mp4"
+    zero.symlink_to("/dev/zero")
+    keys = [*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none",
+            f"source={workdir / 'in' / 'source.jpg'}"]
+    r = run_cli(*keys, f"target={fifo}", f"output={workdir / 'out' / 'a.mp4'}", timeout=60)
+    refused(r, "target", "a FIFO")
+    r = run_cli(*keys, f"target={zero}", f"output={workdir / 'out' / 'b.mp4'}", timeout=60)
+    refused(r, "target", "a character device")
+    assert not any((workdir / "out").iterdir())
+
+
+def test_a_fifo_as_source_or_reference_is_refused_at_once(workdir, standin_models, clip):
+    fifo = workdir / "in" / "face.jpg"
+    os.mkfifo(fifo)
+    keys = [*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none",
+            f"target={clip}", f"output={workdir / 'out' / 'a.mp4'}"]
+    refused(run_cli(*keys, f"source={fifo}", timeout=60), "source", "a FIFO")
+    r = run_cli(*keys, f"source={workdir / 'in' / 'source.jpg'}", "select.mode=reference",
+                f"select.reference={fifo}", timeout=60)
+    refused(r, "reference image", "a FIFO")
