@@ -125,6 +125,10 @@ def plan_jobs(cfg: Config) -> list[Job]:
         out_dir = Path(cfg.output) if cfg.output else Path(cfg.output_dir) if cfg.output_dir else None
         if out_dir is None:
             raise UsageError("no output given: output=PATH (or output_dir=DIR)")
+        if out_dir.suffix.lower() in OUTPUT_EXTS | VIDEO_EXTS and not out_dir.is_dir():
+            # a folder of targets writes a folder of outputs: never make a folder named clip.mp4
+            raise UsageError(f"target {folder} is a folder, so the output is a folder too: "
+                             f"{out_dir} names a file (give output_dir=DIR)")
         outputs = [out_dir / _output_name(t) for t in targets]
     inputs = {"the source image": source}
     if cfg.select.reference:

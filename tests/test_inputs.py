@@ -45,3 +45,13 @@ def test_a_fifo_as_source_or_reference_is_refused_at_once(workdir, standin_model
     r = run_cli(*keys, f"source={workdir / 'in' / 'source.jpg'}", "select.mode=reference",
                 f"select.reference={fifo}", timeout=60)
     refused(r, "reference image", "a FIFO")
+
+
+def test_a_folder_of_targets_never_makes_a_folder_named_like_a_file(workdir, standin_models, clip):
+    out = workdir / "out" / "clip.mp4"
+    r = run_cli(*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none",
+                f"source={workdir / 'in' / 'source.jpg'}", f"target={workdir / 'in'}",
+                f"output={out}", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "names a file" in r.stderr, r.stderr
+    assert not out.exists()
