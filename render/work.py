@@ -33,7 +33,7 @@ from typing import IO, Any, Mapping, Sequence
 
 import yaml
 
-from .config import SCHEMA, load_config, parse_overrides
+from .config import SCHEMA, load_config, parse_overrides, unknown_key_message
 from .errors import Interrupted, RenderError, UsageError
 from .interrupts import StopToken
 from .spool import Spool, parse_age
@@ -74,6 +74,9 @@ def read_job_file(path: Path) -> tuple[dict[str, str], list[str], int]:
         raise UsageError(f"job file {path}: overrides must be a mapping of key: value")
     settings = {str(k): _text(v) for k, v in data.items()}
     settings.update({str(k): _text(v) for k, v in overrides.items()})
+    for key in settings:
+        if key not in SCHEMA:
+            raise UsageError(unknown_key_message(key, f"job file {path}"))
     base = path.parent
     if targets is not None:
         if not isinstance(targets, list) or not targets:

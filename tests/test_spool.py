@@ -278,3 +278,15 @@ def test_compose_has_the_queue_service_and_the_shared_lock_mount():
         assert "render-locks:/locks" in compose["services"][name]["volumes"], name
     # one volume name for every compose project on the host: they all see the same locks
     assert compose["volumes"]["render-locks"]["name"].endswith("render-locks}")
+
+
+def test_an_unknown_key_in_a_job_file_names_the_file(workdir, tmp_path):
+    jobfile = tmp_path / "job.yaml"
+    jobfile.write_text(yaml.safe_dump({"source": str(workdir / "in" / "source.jpg"),
+                                       "target": "a.mp4", "output": "x.mp4",
+                                       "overrides": {"detect.sise": 320}}))
+    r = run_cli("submit", f"spool_dir={workdir / 'spool'}", str(jobfile))
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip()
+    assert line == f"render: error: job file {jobfile}: unknown key 'detect.sise'; did you mean " \
+        f"{line.split('did you mean ', 1)[1]}" and "detect.size" in line, line
