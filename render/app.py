@@ -139,9 +139,6 @@ def plan_jobs(cfg: Config) -> list[Job]:
         if o.suffix.lower() not in OUTPUT_EXTS:
             raise UsageError(f"output {o}: cannot write '{o.suffix}' files (use one of "
                              f"{', '.join(sorted(OUTPUT_EXTS))})")
-        if (o.suffix.lower() in IMAGE_EXTS) != (t.suffix.lower() in IMAGE_EXTS):
-            kinds = ("an image", "a video") if o.suffix.lower() in IMAGE_EXTS else ("a video", "an image")
-            raise UsageError(f"output {o} is {kinds[0]} but target {t} is {kinds[1]}")
         written = o.resolve()
         for what, path in {"its target": t, **inputs}.items():
             if written == path.resolve():

@@ -55,3 +55,18 @@ def test_a_folder_of_targets_never_makes_a_folder_named_like_a_file(workdir, sta
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "names a file" in r.stderr, r.stderr
     assert not out.exists()
+
+
+def test_a_targets_kind_comes_from_its_content_not_its_name(workdir, standin_models):
+    made = media.make_clip(workdir / "in" / "made.mp4", width=160, height=96, seconds=0.5).path
+    disguised = made.rename(workdir / "in" / "clip.png")
+    keys = [*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none",
+            f"source={workdir / 'in' / 'source.jpg'}", f"target={disguised}"]
+    r = run_cli(*keys, f"output={workdir / 'out' / 'still.png'}", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "is an image but target" in r.stderr and "is a video" in r.stderr, r.stderr
+    assert not (workdir / "out" / "still.png").exists()
+    out = workdir / "out" / "clip.mp4"
+    r = run_cli(*keys, f"output={out}", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert media.probe_counts(out).frames == 12

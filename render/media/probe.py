@@ -355,9 +355,9 @@ def _media_info(path: str, data: Mapping[str, Any]) -> MediaInfo:
     container = str(fmt.get("format_name") or "")
     codec = str(video.get("codec_name") or "")
     nb_frames = _int(video.get("nb_frames")) or _int(_tag(video.get("tags"), "NUMBER_OF_FRAMES"))
-    ext = os.path.splitext(path)[1].lower()
     first_format = container.split(",")[0]
-    is_image = ext in IMAGE_EXTENSIONS or first_format in IMAGE_FORMATS or first_format.endswith("_pipe")
+    # the kind comes from the content: a video named .png is a video
+    is_image = first_format in IMAGE_FORMATS or first_format.endswith("_pipe")
 
     fps = _fraction(video.get("avg_frame_rate")) or _fraction(video.get("r_frame_rate"))
     duration = _stream_duration(video) or _float(fmt.get("duration")) or 0.0
