@@ -37,7 +37,7 @@ from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
                           ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
 from .models.manifest import ModelEntry, load_manifest
-from .files import not_regular
+from .files import identity, not_regular
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
@@ -351,7 +351,7 @@ class Renderer:
         self._embeddings: dict[tuple[Path, int], np.ndarray] = {}
         version = ffmpeg_version()
         self.legacy_vsync = version is not None and version < (5, 1)   # Ubuntu 22.04: ffmpeg 4.4
-        self._hashes: dict[Path, str] = {}
+        self._hashes: dict[Path, tuple[tuple[int, ...], str]] = {}   # path → (identity, sha)
         self._hw: dict[str, bool] | None = None
 
     def embedding(self, path: Path, what: str, face_index: int = 0) -> np.ndarray:
@@ -365,9 +365,25 @@ class Renderer:
         return self.embedding(path, "source", self.cfg.source_face)
 
     def _sha(self, path: Path) -> str:
-        if path not in self._hashes:
-            self._hashes[path] = hash_file(path)
-        return self._hashes[path]
+        """The file's SHA-256, hashed again only when its identity changed since."""
+        known = self._hashes.get(path)
+        if known is None or known[0] != identity(path):
+            before = identity(path)
+            sha = hash_file(path)
+            if identity(path) != before:
+                raise MediaError(f"{path} changed while it was read; run again")
+            self._hashes[path] = known = (before, sha)
+        return known[1]
+
+    def check_unchanged(self, path: Path) -> None:
+        """The file is still the one hashed for this render (nothing is committed from another)."""
+        known = self._hashes.get(path)
+        try:
+            same = known is None or identity(path) == known[0]
+        except OSError:
+            same = False
+        if not same:
+            raise MediaError(f"target {path} changed while rendering; run again")
 
     def _reference_path(self, source: Path) -> Path | None:
         if self.cfg.select.mode != "reference":
@@ -469,7 +485,8 @@ class Renderer:
     def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
                  stop: StopToken | None = None, on_segment: Callable | None = None) -> Executor:
         hooks = Hooks(stop=stop or PROCESS, segment_done=on_segment,
-                      before_commit=self.marker(plan, marks if marks is not None else {}))
+                      before_commit=self.marker(plan, marks if marks is not None else {}),
+                      inputs_unchanged=lambda: self.check_unchanged(job.target))
         return Executor(plan, lambda times: self.make_stage(job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,

@@ -96,12 +96,14 @@ class Hooks:
     segment and keeps the committed ones); ``segment_done(record, done, total)`` is told when a
     segment is committed, and once with ``record=None`` as the rendering starts (``done`` counts
     the segments found committed); ``before_commit(tmp)`` gets the finished temp file before it
-    is verified and replaces the output (marking).
+    is verified and replaces the output (marking); ``inputs_unchanged()`` raises when the target
+    is no longer the file the render started from, asked before every commit.
     """
 
     stop: StopToken = field(default_factory=lambda: PROCESS)
     segment_done: Callable[["SegmentRecord | None", int, int], None] | None = None
     before_commit: Callable[[Path], None] | None = None
+    inputs_unchanged: Callable[[], None] | None = None
 
 
 @dataclass
@@ -419,6 +421,11 @@ class Executor:
                                seconds=round(time.perf_counter() - t0, 3), faces=seg_times.faces,
                                frames_touched=seg_times.frames_touched,
                                host=socket.gethostname())
+        try:
+            self.check_inputs()
+        except BaseException:
+            _unlink(tmp)
+            raise
         t1 = time.perf_counter()
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
@@ -485,8 +492,13 @@ class Executor:
         result.output_sha256 = sha256_file(Path(plan.output))
         return result
 
+    def check_inputs(self) -> None:
+        if self.hooks.inputs_unchanged is not None:
+            self.hooks.inputs_unchanged()
+
     def before_commit(self, tmp: Path) -> None:
         """The finished temp file, before it is verified and replaces the output (marks)."""
+        self.check_inputs()
         if self.hooks.before_commit is not None:
             self.hooks.before_commit(tmp)
 

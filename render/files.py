@@ -74,3 +74,9 @@ def not_regular(path: Path) -> str | None:
     if stat.S_ISREG(mode):
         return None
     return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def identity(path: Path) -> tuple[int, ...]:
+    """What changes when a file is replaced or written to: device, inode, size, mtime and ctime."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

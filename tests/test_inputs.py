@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
-from conftest import model_args, run_cli
+from conftest import cli_env, model_args, run_cli
+from test_segments import committed
 from render.standins import media
 
 
@@ -70,3 +74,29 @@ def test_a_targets_kind_comes_from_its_content_not_its_name(workdir, standin_mod
     r = run_cli(*keys, f"output={out}", timeout=120)
     assert r.returncode == 0, r.stderr
     assert media.probe_counts(out).frames == 12
+
+
+def test_a_target_replaced_while_rendering_fails_and_commits_nothing_of_it(workdir, standin_models):
+    target = media.make_clip(workdir / "in" / "clip.mp4", width=640, height=360, seconds=8.0).path
+    other = workdir / "in" / "other.mp4"        # the same length, other pixels
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(target), "-vf", "hflip", "-c:a", "copy",
+                    str(other)], check=True)
+    out = workdir / "out" / "clip.mp4"
+    args = [*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none",
+            f"source={workdir / 'in' / 'source.jpg'}", f"target={target}", f"output={out}",
+            "segment.seconds=1"]
+    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and len(committed(workdir / "out")) < 2:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the render ended before the target could be replaced"
+    os.replace(other, target)
+    done_before = {p.name for p in committed(workdir / "out")}
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    assert err.strip().splitlines() == [f"render: error: target {target} changed while rendering; "
+                                        f"run again"], err
+    assert not out.exists()
+    # at most the segment that was being committed as the file changed; none after it
+    assert len({p.name for p in committed(workdir / "out")} - done_before) <= 1
