@@ -31,7 +31,7 @@ from .faces.select import ReferenceTracks, select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
-from .execute import ExecResult, Executor, Hooks
+from .execute import AlreadyDone, ExecResult, Executor, Hooks
 from .interrupts import PROCESS, StopToken
 from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
@@ -486,7 +486,8 @@ class Renderer:
                  stop: StopToken | None = None, on_segment: Callable | None = None) -> Executor:
         hooks = Hooks(stop=stop or PROCESS, segment_done=on_segment,
                       before_commit=self.marker(plan, marks if marks is not None else {}),
-                      inputs_unchanged=lambda: self.check_unchanged(job.target))
+                      inputs_unchanged=lambda: self.check_unchanged(job.target),
+                      already_done=lambda: self.up_to_date(job))
         return Executor(plan, lambda times: self.make_stage(job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
@@ -636,6 +637,9 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
                     if on_segment is not None else None
                 batch.rendered.append(renderer.render(job, meta=meta, lock=lock_record(held),
                                                       stop=stop, on_segment=hook))
+            except AlreadyDone as done:
+                log.info("%s: up to date (%s), skipped", job.target.name, done)
+                batch.skipped.append(job)
             except (MediaError, UsageError, RenderFailed) as exc:
                 if len(jobs) == 1:
                     raise
@@ -704,7 +708,7 @@ def render_shard(cfg: Config, *, stop: StopToken | None = None) -> ExecResult:
     return result
 
 
-def assemble(cfg: Config) -> RenderResult:
+def assemble(cfg: Config) -> RenderResult | None:
     """Join the committed segments of every shard, mux the audio once, verify and commit — as a
     local render does. Names the missing segments and their shards when some are not done."""
     job = _single_job(cfg, "assemble")
@@ -723,4 +727,8 @@ def assemble(cfg: Config) -> RenderResult:
             f"are not done: " + ", ".join(f"{s.index} (frames {s.start}-{s.end - 1}{where(s)})"
                                           for s in missing[:12])
             + (" ..." if len(missing) > 12 else ""))
-    return renderer.render(job, segments=[])
+    try:
+        return renderer.render(job, segments=[])
+    except AlreadyDone as done:
+        log.info("%s", done)
+        return None

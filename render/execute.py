@@ -88,6 +88,10 @@ class SegmentRecord:
         return json.dumps(data, sort_keys=True).encode()
 
 
+class AlreadyDone(Exception):
+    """Another render of the same job finished the output while this one waited for it."""
+
+
 @dataclass
 class Hooks:
     """What an :class:`Executor` asks and tells its caller while it runs.
@@ -97,13 +101,15 @@ class Hooks:
     segment is committed, and once with ``record=None`` as the rendering starts (``done`` counts
     the segments found committed); ``before_commit(tmp)`` gets the finished temp file before it
     is verified and replaces the output (marking); ``inputs_unchanged()`` raises when the target
-    is no longer the file the render started from, asked before every commit.
+    is no longer the file the render started from, asked before every commit; ``already_done()``
+    is asked after waiting for another render of the same job: True ends this one (AlreadyDone).
     """
 
     stop: StopToken = field(default_factory=lambda: PROCESS)
     segment_done: Callable[["SegmentRecord | None", int, int], None] | None = None
     before_commit: Callable[[Path], None] | None = None
     inputs_unchanged: Callable[[], None] | None = None
+    already_done: Callable[[], bool] | None = None
 
 
 @dataclass
@@ -132,9 +138,10 @@ class WorkFolder:
         self.plan = plan
         self.path = Path(plan.work_dir)
         self._lock_fd: int | None = None
+        self.waited = False            # another render of this job held the folder first
 
     # -- opening -------------------------------------------------------------------------------
-    def open(self, *, refuse_other: bool = False) -> None:
+    def open(self, *, refuse_other: bool = False, exclusive: bool = False) -> None:
         """Create (or join) the folder and write the plan; remove work folders of the same output
         left by other jobs (other inputs, config, models or versions) that nobody is using.
         ``refuse_other``: a shard refuses to run beside another job's work folder instead."""
@@ -153,12 +160,7 @@ class WorkFolder:
                                  f"(work folder {other}); wait for it or choose another output")
             log.info("removed the work folder of an earlier render of %s with other settings",
                      out.name)
-        try:
-            self.path.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise RenderFailed(f"cannot create work folder {self.path}: {exc.strerror or exc}") from None
-        self._lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_SH)
+        self._lock_fd = self._hold(fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         plan_path = self.path / PLAN_FILE
         if plan_path.exists():
             key = _plan_key(self.path)
@@ -169,6 +171,40 @@ class WorkFolder:
         else:
             write_atomic(plan_path, self.plan.to_json().encode())
         self.clean_temps()
+
+    def _hold(self, mode: int) -> int:
+        """Create the folder and flock its lock file: shared for shards (they render side by side),
+        exclusive for a whole render, whose end removes the folder. A render that finds the lock
+        taken waits for it (``waited``); a folder removed meanwhile is made again."""
+        self.waited = False
+        while True:
+            try:
+                self.path.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise RenderFailed(f"cannot create work folder {self.path}: "
+                                   f"{exc.strerror or exc}") from None
+            lock = self.path / LOCK_FILE
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise
+                    log.warning("%s: another render of the same job is running: waiting for it",
+                                Path(self.plan.output).name)
+                    self.waited = True
+                    fcntl.flock(fd, mode)
+                try:
+                    same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+            except BaseException:
+                os.close(fd)
+                raise
+            if same:
+                return fd
+            os.close(fd)
 
     def close(self) -> None:
         if self._lock_fd is not None:
@@ -248,8 +284,10 @@ class WorkFolder:
         fsync_dir(str(self.path))
 
     def remove(self) -> None:
-        self.close()
+        """rm -r the folder while still holding its lock: a render waiting for it wakes to find
+        its lock file gone (and the output done), never a folder that is being emptied."""
         shutil.rmtree(self.path, ignore_errors=True)
+        self.close()
 
 
 def glob_escape(name: str) -> str:
@@ -325,7 +363,10 @@ class Executor:
             with stop.polled(), self._preloading(True):
                 return self._image()
         wanted = set(range(len(plan.segments))) if segments is None else set(segments)
-        self.work.open(refuse_other=refuse_other)
+        self.work.open(refuse_other=refuse_other, exclusive=assemble)
+        if self.work.waited and self.hooks.already_done is not None and self.hooks.already_done():
+            self.work.remove()
+            raise AlreadyDone(f"{Path(plan.output).name} was rendered meanwhile by another render")
         times = StageTimes()
         records: dict[int, SegmentRecord] = {}
         try:

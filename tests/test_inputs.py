@@ -100,3 +100,22 @@ def test_a_target_replaced_while_rendering_fails_and_commits_nothing_of_it(workd
     assert not out.exists()
     # at most the segment that was being committed as the file changed; none after it
     assert len({p.name for p in committed(workdir / "out")} - done_before) <= 1
+
+
+def test_two_renders_of_one_output_beside_each_other_both_succeed(workdir, standin_models):
+    """lock.slots=2 lets both run at once: the second waits for the first's work folder and then
+    finds the output done (the first removed the folder under the second: FileNotFoundError)."""
+    target = media.make_clip(workdir / "in" / "clip.mp4", width=640, height=360, seconds=4.0).path
+    out = workdir / "out" / "clip.mp4"
+    args = [*model_args(standin_models, workdir / "cache"), "progress=off", "--verbose",
+            f"source={workdir / 'in' / 'source.jpg'}", f"target={target}", f"output={out}",
+            "segment.seconds=1", "lock.slots=2", f"lock_dir={workdir / 'locks'}"]
+    procs = [subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    errs = [p.communicate(timeout=180)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    assert sum("waiting for it" in e for e in errs) == 1, errs
+    assert any("skipped" in e for e in errs), errs
+    assert run_cli("verify", str(out) + ".report.json").returncode == 0
+    assert not [p for p in (workdir / "out").iterdir() if p.name.startswith(".")]
