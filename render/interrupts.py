@@ -111,6 +111,12 @@ class StopToken:
         self._polled += 1
         try:
             yield
+        except Exception as exc:
+            # the signal's sender may have stopped our children too (a scheduler signals the
+            # whole process group): their failure is the stop's, not the media's
+            if not isinstance(exc, Interrupted) and self.requested() and not self._holding:
+                raise Stopped(self.reason) from exc
+            raise
         finally:
             self._polled -= 1
         self.check()
