@@ -205,30 +205,3 @@ def test_a_signal_in_a_polled_block_waits_for_its_check_and_a_second_one_does_no
             token.check()
     assert asked and token.requested() is None and token.signalled is None
 
-
-def test_sigterm_to_the_whole_process_group_is_the_stop_not_a_media_error(workdir, standin_models):
-    """A scheduler's cancel (scancel, a pod's termination) signals the render and its ffmpeg
-    children at once: the decoder killed by that signal is the stop's doing — exit 130,
-    'terminated' — not 'cannot decode … killed by signal 15'."""
-    import os
-
-    from test_segments import committed
-
-    clip = mf.make_clip(workdir / "in" / "clip.mp4", width=640, height=360, seconds=6.0)
-    out = workdir / "out" / "clip.mp4"
-    for attempt in range(3):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "render", "segment.seconds=1",
-             f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}", f"output={out}",
-             *model_args(standin_models, workdir / "cache"), "progress=off"],
-            env=cli_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline and proc.poll() is None and not committed(workdir / "out"):
-            time.sleep(0.01)
-        time.sleep(0.1 * attempt)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err
-        assert err.strip().splitlines() == ["render: error: terminated"], err
