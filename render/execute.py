@@ -15,7 +15,6 @@ missing ones) and a shard of a cluster job (its own): the bytes depend on the pl
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import logging
@@ -32,7 +31,7 @@ from .interrupts import PROCESS, StopToken, Stopped  # noqa: F401 - Stopped: whe
 from .media import mp4index
 from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
-from .files import fsync_dir, sha256_file, write_atomic
+from .files import fsync_dir, sha256_file, try_flock, write_atomic
 from .media.writer import FrameWriter
 from .pipeline import FaceStage, StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
@@ -186,11 +185,7 @@ class WorkFolder:
             lock = self.path / LOCK_FILE
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
-                try:
-                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                        raise
+                if not try_flock(fd, mode):
                     log.warning("%s: another render of the same job is running: waiting for it",
                                 Path(self.plan.output).name)
                     self.waited = True
@@ -311,12 +306,8 @@ def _remove_if_unused(folder: Path) -> bool:
         shutil.rmtree(folder, ignore_errors=True)
         return True
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                return False
-            raise
+        if not try_flock(fd):
+            return False
         shutil.rmtree(folder, ignore_errors=True)
         return True
     finally:

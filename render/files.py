@@ -2,6 +2,8 @@
 leaves the old file or the new one, never half of one."""
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import os
 import socket
@@ -80,3 +82,14 @@ def identity(path: Path) -> tuple[int, ...]:
     """What changes when a file is replaced or written to: device, inode, size, mtime and ctime."""
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
+    """flock ``fd`` without waiting: True when taken, False when someone else holds it."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise

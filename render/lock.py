@@ -9,7 +9,6 @@ what they are waiting for, and start by themselves when a slot is free.
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import getpass
 import json
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import RenderFailed
+from .files import try_flock
 
 log = logging.getLogger(__name__)
 
@@ -229,16 +229,6 @@ def _open_slot(path: Path) -> int:
     return os.open(path, flags)
 
 
-def _try_lock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-
-
 def _read_fd(fd: int) -> dict[str, Any] | None:
     """The holder JSON in an open lock file; None while it is empty or half written."""
     try:
@@ -281,7 +271,7 @@ def holders(lock_dir: Path) -> list[SlotStatus]:
         except OSError:
             continue
         try:
-            free = _try_lock(fd, fcntl.LOCK_SH)
+            free = try_flock(fd, fcntl.LOCK_SH)
             if free:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             holder = None if free else (_read_fd(fd) or {})
@@ -365,7 +355,7 @@ class DeviceLock:
                     raise RenderFailed(f"cannot open the lock file {p}: {exc.strerror}") from exc
             while True:
                 for slot, fd in enumerate(fds):
-                    if _try_lock(fd):
+                    if try_flock(fd):
                         fds[slot] = -1            # kept; the others are closed below
                         self._took(slot, fd, start)
                         if said:

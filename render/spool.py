@@ -15,7 +15,6 @@ then it is listed as running with ``worker_gone`` set: the same flock, not a pid
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import getpass
 import json
@@ -31,7 +30,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import UsageError
-from .files import fsync_dir
+from .files import fsync_dir, try_flock
 
 log = logging.getLogger(__name__)
 
@@ -196,13 +195,13 @@ class Spool:
         fd = os.open(self.root / "locks" / f"{job_id}.lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC,
                      0o666)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
+            if try_flock(fd):
+                return fd
+        except OSError:
             os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                return None
             raise
-        return fd
+        os.close(fd)
+        return None
 
     def held(self, job_id: str) -> bool:
         """Someone holds the job's flock (its worker is alive). Asked with a shared lock on a
@@ -212,14 +211,9 @@ class Spool:
         except FileNotFoundError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                return True
-            raise
+            return not try_flock(fd, fcntl.LOCK_SH)
         finally:
             os.close(fd)
-        return False
 
     def claim(self) -> Claim | None:
         """The next job to run, flock held: first a running job whose worker died (it resumes),
