@@ -30,11 +30,21 @@ MEMORY_STRATEGIES = ("low", "moderate", "high")
 PRECISIONS = ("fp32", "fp16")
 
 
+#: how a key enters the job key (the hash over everything that decides an output's bytes):
+#: "bytes" — always; "never" — it cannot change the bytes (paths, threads, progress, locks), so
+#: resuming with another value still resumes; "unless-default" — a key added later whose default
+#: reproduces the earlier behaviour: left out at its default, so earlier job keys (and their work
+#: folders, reports and marks) stay valid
+KEYED = ("bytes", "never", "unless-default")
+
+
 def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None = None,
-         max: float | None = None, multiple: int | None = None, env: str | None = None) -> dict:
-    """Field metadata: help text and constraints checked by :func:`_coerce`."""
+         max: float | None = None, multiple: int | None = None, env: str | None = None,
+         keyed: str = "bytes") -> dict:
+    """Field metadata: help text, constraints checked by :func:`_coerce`, and ``keyed`` (KEYED)."""
+    assert keyed in KEYED, keyed
     return {"help": help, "choices": tuple(choices) if choices else None, "min": min, "max": max,
-            "multiple": multiple, "env": env}
+            "multiple": multiple, "env": env, "keyed": keyed}
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -46,8 +56,9 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 @dataclass(frozen=True)
 class Models:
     dir: str = _f("", "folder holding the model files (default: $RENDER_MODELS_DIR or "
-                  "~/.cache/render/models)", env="RENDER_MODELS_DIR")
-    manifest: tuple[str, ...] = _f([], "extra manifest files layered over the shipped one (comma separated)")
+                  "~/.cache/render/models)", env="RENDER_MODELS_DIR", keyed="never")
+    manifest: tuple[str, ...] = _f([], "extra manifest files layered over the shipped one (comma separated)",
+                                   keyed="never")
 
 
 @dataclass(frozen=True)
@@ -104,27 +115,31 @@ class Select:
 class Execution:
     providers: tuple[str, ...] = _f(["tensorrt", "cuda", "cpu"], "execution providers, tried in order",
                               choices=PROVIDERS)
-    memory_strategy: str = _f("moderate", "memory strategy (see README)", choices=MEMORY_STRATEGIES)
+    memory_strategy: str = _f("moderate", "memory strategy (see README)", choices=MEMORY_STRATEGIES,
+                              keyed="never")
     frames_in_flight: int = _f(0, "frames decoded but not yet encoded (0 = from memory_strategy)",
-                               min=0, max=256)
+                               min=0, max=256, keyed="never")
     batch_size: int = _f(0, "face crops per swapper/enhancer call when the model allows "
-                         "(0 = from memory_strategy)", min=0, max=64)
+                         "(0 = from memory_strategy)", min=0, max=64, keyed="never")
     threads: int = _f(0, "ONNX Runtime intra-op threads per model call (0 = the cores shared out "
                       "over the lanes; ffmpeg at nice 19 while the models are the busier side, "
-                      "half the cores for the models when ffmpeg is)", min=0, max=256)
+                      "half the cores for the models when ffmpeg is)", min=0, max=256,
+                      keyed="never")
     lanes: int = _f(0, "batches of frames swapped and enhanced at once, each on its own thread "
-                    "(0 = 2 on the CPU provider when execution.threads=0, else 1)", min=0, max=64)
+                    "(0 = 2 on the CPU provider when execution.threads=0, else 1)", min=0, max=64,
+                    keyed="never")
     graph_optimization: str = _f("all", "ONNX Runtime graph optimisation level",
                                  choices=("disable", "basic", "extended", "all"))
     graph_cache: bool = _f(True, "on the CPU provider, keep ONNX Runtime's optimised graph of each "
                            "large model in cache_dir/onnxruntime: later renders load it without "
-                           "optimising again (same outputs; disk about the model's fp32 size)")
+                           "optimising again (same outputs; disk about the model's fp32 size)",
+                           keyed="never")
     graph_cache_min_mb: int = _f(32, "models smaller than this (MiB) are optimised at every load, "
-                                 "not cached", min=0, max=1 << 20)
+                                 "not cached", min=0, max=1 << 20, keyed="never")
     gpu_mem_limit_mb: int = _f(0, "CUDA arena limit in MiB (0 = from memory_strategy)", min=0,
-                               max=1 << 20)
+                               max=1 << 20, keyed="never")
     trt_workspace_mb: int = _f(0, "TensorRT workspace cap in MiB (0 = from memory_strategy)", min=0,
-                               max=1 << 20)
+                               max=1 << 20, keyed="never")
 
 
 @dataclass(frozen=True)
@@ -156,52 +171,62 @@ class Mark:
     enabled: bool = _f(True, "mark outputs as synthetic media: a metadata tag and a signed C2PA "
                        "manifest (the report records when this is off)")
     cert: str = _f("", "C2PA signing certificate chain (PEM, signing certificate first; default: a "
-                   "local certificate created in cache_dir/c2pa)")
-    key: str = _f("", "private key (PEM) of mark.cert")
+                   "local certificate created in cache_dir/c2pa)", keyed="never")
+    key: str = _f("", "private key (PEM) of mark.cert", keyed="never")
 
 
 @dataclass(frozen=True)
 class Lock:
-    slots: int = _f(1, "renders one device may run at once (one lock file per slot)", min=1, max=64)
+    slots: int = _f(1, "renders one device may run at once (one lock file per slot)", min=1, max=64,
+                    keyed="never")
     timeout: float = _f(0.0, "seconds to wait for the device lock before giving up (0 = wait as "
-                        "long as it takes)", min=0.0)
+                        "long as it takes)", min=0.0, keyed="never")
     device: str = _f("", "lock this device name instead of the detected GPU (or cpu); 'none' "
-                     "takes no lock")
+                     "takes no lock", keyed="never")
 
 
 @dataclass(frozen=True)
 class Shard:
     index: int = _f(-1, "which shard this process renders (0-based; -1 = from SLURM_ARRAY_TASK_ID "
-                    "or JOB_COMPLETION_INDEX); `shard=I/N` sets index and count", min=-1)
+                    "or JOB_COMPLETION_INDEX); `shard=I/N` sets index and count", min=-1,
+                    keyed="never")
     count: int = _f(0, "render only this shard's segments of N, into the shared work folder "
-                    "(0 = a whole render); `render assemble` joins them", min=0, max=100000)
+                    "(0 = a whole render); `render assemble` joins them", min=0, max=100000,
+                    keyed="never")
 
 
 @dataclass(frozen=True)
 class Config:
     profile: str = _f("moderate", "profile name (profiles/NAME.yaml), a path to a YAML file, or auto "
-                      "(low/moderate/high by the GPU's memory; low on the CPU without one)")
-    source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)")
-    target: str = _f("", "video or image to render (default: every video and image in input_dir)")
-    output: str = _f("", "output file (default: output_dir/<target name>)")
-    input_dir: str = _f("", "folder rendered when no target is given", env="RENDER_INPUT_DIR")
-    output_dir: str = _f("", "folder for outputs when no output is given", env="RENDER_OUTPUT_DIR")
+                      "(low/moderate/high by the GPU's memory; low on the CPU without one)",
+                      keyed="never")
+    source: str = _f("", "image with the source face (default: input_dir/source.jpg|png)",
+                     keyed="never")
+    target: str = _f("", "video or image to render (default: every video and image in input_dir)",
+                     keyed="never")
+    output: str = _f("", "output file (default: output_dir/<target name>)", keyed="never")
+    input_dir: str = _f("", "folder rendered when no target is given", env="RENDER_INPUT_DIR",
+                        keyed="never")
+    output_dir: str = _f("", "folder for outputs when no output is given", env="RENDER_OUTPUT_DIR",
+                         keyed="never")
     cache_dir: str = _f("", "cache folder: source embeddings, TensorRT engines, verified-stamps "
-                        "(default: $RENDER_CACHE_DIR or ~/.cache/render)", env="RENDER_CACHE_DIR")
+                        "(default: $RENDER_CACHE_DIR or ~/.cache/render)", env="RENDER_CACHE_DIR",
+                        keyed="never")
     preview: bool = _f(False, "render a quick preview at preview_height")
     preview_height: int = _f(720, "output height when preview=true", min=64, max=4320, multiple=2)
     trim: str = _f("", "render only START-END: seconds (12.5-20) or frames with an f (300f-500f)")
-    progress: str = _f("auto", "progress display", choices=("auto", "bar", "lines", "off"))
+    progress: str = _f("auto", "progress display", choices=("auto", "bar", "lines", "off"),
+                       keyed="never")
     lock_dir: str = _f("", "folder of the device locks, shared by every render on this machine "
-                       "(default: cache_dir/locks)", env="RENDER_LOCK_DIR")
+                       "(default: cache_dir/locks)", env="RENDER_LOCK_DIR", keyed="never")
     spool_dir: str = _f("", "job spool of render submit / render work (default: cache_dir/jobs)",
-                        env="RENDER_SPOOL_DIR")
+                        env="RENDER_SPOOL_DIR", keyed="never")
     state_dir: str = _f("", "the web page's accounts, sessions and uploads (default: "
-                        "cache_dir/web)", env="RENDER_STATE_DIR")
+                        "cache_dir/web)", env="RENDER_STATE_DIR", keyed="never")
     skip_done: bool = _f(True, "skip a target whose output is complete and whose report has this "
-                         "render's job key (idempotent re-runs)")
+                         "render's job key (idempotent re-runs)", keyed="never")
     allow_partial: bool = _f(False, "render the readable part of a truncated target instead of "
-                             "failing (the output is shorter, and says so)")
+                             "failing (the output is shorter, and says so)", keyed="never")
     source_face: int = _f(0, "which face of the source image to use when it has several: 0 = the "
                           "largest, 1 = the next largest, ...", min=0, max=64)
     models: Models = field(default_factory=Models)
@@ -263,6 +288,14 @@ class Key:
     type: Any
     default: Any
     meta: Mapping[str, Any]
+
+    def in_job_key(self, value: Any) -> bool:
+        """Whether ``value`` of this key enters the job key (see KEYED)."""
+        keyed = self.meta.get("keyed", "bytes")
+        if keyed == "unless-default":
+            default = list(self.default) if isinstance(self.default, tuple) else self.default
+            return value != default
+        return keyed == "bytes"
 
 
 def _walk(cls: type, prefix: str = "") -> list[Key]:

@@ -31,18 +31,6 @@ PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (Assembly
 #: thread count, and the bytes must not depend on the machine's cores
 PINNED_ENCODE_THREADS = 4
 
-#: keys that never change an output's bytes, left out of the job key (so that, e.g., resuming with
-#: progress=off or another cache folder still resumes)
-UNKEYED = frozenset({
-    "profile", "source", "target", "output", "input_dir", "output_dir", "cache_dir", "progress",
-    "models.dir", "models.manifest", "execution.threads", "execution.lanes", "execution.frames_in_flight",
-    "execution.batch_size", "execution.memory_strategy", "execution.gpu_mem_limit_mb",
-    "execution.trt_workspace_mb", "execution.graph_cache", "execution.graph_cache_min_mb",
-    "allow_partial", "mark.cert", "mark.key", "lock_dir",
-    "spool_dir", "skip_done", "lock.slots", "lock.timeout", "lock.device", "shard.index",
-    "shard.count", "state_dir",
-})
-
 #: which video codecs each output container family may hold; the first is the family's default
 CODECS = {
     "mp4": ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "libsvtav1", "libaom-av1",
@@ -180,7 +168,7 @@ def job_key(cfg: Config, identity: Identity, encode: Mapping[str, Any] | None = 
     """SHA-256 over everything that changes the output's bytes (and nothing that does not):
     the config's keyed values, the encoder settings resolved for the output's container, the
     identity of the inputs, models and versions."""
-    keyed = {k: v for k, v in config_values(cfg).items() if k not in UNKEYED}
+    keyed = {k: v for k, v in config_values(cfg).items() if SCHEMA[k].in_job_key(v)}
     payload = {"schema": PLAN_SCHEMA, "config": keyed, "identity": asdict(identity),
                "encode": dict(encode or {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

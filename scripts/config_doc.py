@@ -53,6 +53,10 @@ the key and what was expected. `render --help profile=P` prints every key with i
 In the tables, *default* is the schema's value; a profile column shows the value that profile
 file sets, and `·` where it leaves the key at the default. `profile=auto` picks low, moderate or
 high by GPU 0's memory (low, with `execution.providers=cpu`, where there is no usable GPU).
+
+Keys marked *(not in the job key)* cannot change an output's bytes (paths, threads, locks,
+progress): a render resumed or re-run with another value of them reuses its committed segments
+and is skipped when its output is done. Every other key is part of the job key.
 """
 
 
@@ -113,6 +117,8 @@ def _keys_tables(profiles: dict[str, dict[str, Any]]) -> list[str]:
             help_text = key.meta["help"]
             if key.meta.get("env"):
                 help_text += f" (environment: `{key.meta['env']}`)"
+            if key.meta["keyed"] == "never":
+                help_text += " *(not in the job key)*"
             row = [f"`{key.name}`", _type(key), _value(key.default)]
             row += [_value(p[key.name]) if key.name in p else "·" for p in profiles.values()]
             row.append(help_text)
