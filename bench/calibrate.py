@@ -11,27 +11,26 @@ from render.standins import write_standins
 
 def time_swapper(models_dir: Path, cache: Path, overrides: dict[str, str], min_s: float = 1.0
                  ) -> tuple[float, float]:
-    """(wall ms, CPU ms) of one ``Swapper.swap`` call on one crop, as the renderer makes it."""
+    """(wall ms, CPU ms) of one swapper call on one crop, as the renderer makes it."""
     import resource
 
     import numpy as np
-    from render.app import Models
+    from render.models.load import load_models
     from render.config import load_config
 
     cfg = load_config(dict(overrides, **{"models.dir": str(models_dir), "cache_dir": str(cache)}),
                       env={})
-    models = Models(cfg)
-    sw = models.swapper
+    sw = load_models(cfg).processors[0]
     crops = np.random.RandomState(0).randint(0, 256, (1, sw.size, sw.size, 3), dtype=np.uint8)
-    latent = sw.latent(np.ones(512, np.float32))
+    swap = sw.bind(np.ones(512, np.float32))
     for _ in range(3):
-        sw.swap(crops, latent)
+        swap(crops)
     walls, n = [], 0
     r0 = resource.getrusage(resource.RUSAGE_SELF)
     t_end = time.perf_counter() + min_s
     while n < 5 or time.perf_counter() < t_end:
         t0 = time.perf_counter()
-        sw.swap(crops, latent)
+        swap(crops)
         walls.append(time.perf_counter() - t0)
         n += 1
     r1 = resource.getrusage(resource.RUSAGE_SELF)

@@ -135,27 +135,24 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     after one warm-up call."""
     import numpy as np
 
-    from render.app import Models
+    from render.models.load import load_models
     from render.config import load_config
     from render.faces import align
 
     cfg = load_config({**overrides, "execution.threads": str(threads)}, env={})
-    models = Models(cfg)
+    models = load_models(cfg)
     frame = _middle_frame(clip)
     faces = models.detector.detect(frame)
     if not faces:
         raise RuntimeError(f"the detector finds no face in the middle frame of {clip}")
     face = faces[0]
-    latent = np.ones((1, 512), np.float32) / np.sqrt(512.0)
+    source = np.ones(512, np.float32)
     work = {"detect": (models.detector.lazy, lambda: models.detector.detect(frame)),
             "embed": (models.embedder.lazy, lambda: models.embedder.embed(frame, face))}
-    m = align.estimate(face.kps, models.swapper.template, models.swapper.size)
-    crop = align.warp(frame, m, models.swapper.size)[None]
-    work["swap"] = (models.swapper.lazy, lambda: models.swapper.swap(crop, latent))
-    if models.enhancer is not None:
-        m = align.estimate(face.kps, models.enhancer.template, models.enhancer.size)
-        crop512 = align.warp(frame, m, models.enhancer.size)[None]
-        work["enhance"] = (models.enhancer.lazy, lambda: models.enhancer.enhance(crop512))
+    for proc in models.processors:
+        m = align.estimate(face.kps, proc.template, proc.size)
+        crop = align.warp(frame, m, proc.size)[None]
+        work[proc.name] = (proc.lazy, lambda run=proc.bind(source), crop=crop: run(crop))
     out: dict[str, float] = {}
     for name, (lazy, fn) in work.items():
         fn()                                   # warm-up: session creation, first-call allocations

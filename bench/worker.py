@@ -54,8 +54,8 @@ def _model_calls(renderer) -> dict[str, dict[str, float]]:
     """Per model: calls made inside the render and ms per call spent in ONNX Runtime (LazySession)."""
     m = renderer.models
     out = {}
-    for name, holder in (("detect", m.detector), ("embed", m.embedder), ("swap", m.swapper),
-                         ("enhance", m.enhancer)):
+    for name, holder in (("detect", m.detector), ("embed", m.embedder),
+                         *((p.name, p) for p in m.processors)):
         lazy = getattr(holder, "lazy", None)
         if lazy is not None and lazy.calls:
             out[name] = {"calls": lazy.calls, "ms_per_call": lazy.run_seconds * 1000.0 / lazy.calls}

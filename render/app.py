@@ -19,16 +19,13 @@ from typing import Any, Callable, Mapping
 import cv2
 import numpy as np
 
-from .config import Config, required_models
+from .config import Config
 from . import __version__, report
 from . import mark as marking
-from .errors import Interrupted, MediaError, ModelError, RenderError, RenderFailed, UsageError
-from .faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
-from .faces.embed import EmbeddingCache, Embedder
-from .faces.enhance import Enhancer
-from .faces.mask import make_mask
+from .errors import Interrupted, MediaError, RenderError, RenderFailed, UsageError
+from .faces.embed import EmbeddingCache
+from .faces.mask import paste_masks
 from .faces.select import ReferenceTracks, select_faces
-from .faces.swap import Swapper, load_emap
 from .faces.types import Face
 from .media import args as ffargs
 from .execute import AlreadyDone, ExecResult, Executor, Hooks
@@ -36,12 +33,12 @@ from .interrupts import PROCESS, StopToken
 from .lock import DeviceLock, detect_device, lock_needed
 from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
                           ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
-from .models.manifest import ModelEntry, load_manifest
+from .models.load import LoadedModels, load_models
 from .files import identity, not_regular
-from .models.store import ModelStore, default_stamp_dir, hash_file
-from .pipeline import FaceStage, StageTimes
+from .models.store import hash_file
+from .pipeline import ChainStep, FaceStage, StageTimes
 from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
-from .runtime import LazySession, Preload, SessionFactory, ThreadPolicy, strategy, tune_allocator
+from .runtime import tune_allocator
 
 log = logging.getLogger(__name__)
 
@@ -209,80 +206,6 @@ def _check_writable(folder: Path) -> None:
         raise UsageError(f"output folder {folder} is not writable by this user (uid {os.getuid()})")
 
 
-# -- models ---------------------------------------------------------------------------------------
-def _check_contract(entry: ModelEntry, key: str, allowed: tuple[str, ...]) -> None:
-    if entry.contract not in allowed:
-        raise ModelError(f"{key}={entry.name}: its contract is {entry.contract}, "
-                         f"{key} needs {' or '.join(allowed)}")
-
-
-class Models:
-    """The verified model files of one config and their lazily created sessions."""
-
-    def __init__(self, cfg: Config) -> None:
-        self.cfg = cfg
-        manifest = load_manifest(cfg.models_dir, [Path(p) for p in cfg.models.manifest])
-        self.store = ModelStore(cfg.models_dir, manifest, default_stamp_dir(cfg.cache_path))
-        resolved = self.store.verify_required(required_models(cfg))  # before any frame is decoded
-        entry = {key[0]: e for key, e in resolved.items()}
-        self.detector_entry = entry[cfg.detect.model]
-        self.embedder_entry = entry[cfg.embed.model]
-        self.swapper_entry = resolved[(cfg.swap.model, cfg.swap.precision)]
-        self.enhancer_entry = resolved.get((cfg.enhance.model, cfg.enhance.precision)) \
-            if cfg.enhance.enabled else None
-        _check_contract(self.detector_entry, "detect.model", DETECTOR_CONTRACTS)
-        _check_contract(self.embedder_entry, "embed.model", ("embedder-arcface",))
-        _check_contract(self.swapper_entry, "swap.model", ("swapper-inswapper",))
-        if self.enhancer_entry is not None:
-            _check_contract(self.enhancer_entry, "enhance.model", ("enhancer-gfpgan",))
-        self.factory = SessionFactory(cfg.execution, cfg.cache_path)
-        #: who gets the cores (ONNX Runtime or ffmpeg), decided once by the first render
-        self.threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
-                                    on_cpu=self.on_cpu)
-        self.factory.threads = self.threads.threads
-        cv2.setNumThreads(self.threads.threads)
-        self.settings = strategy(cfg.execution)
-        self.detector = Detector(self._lazy(self.detector_entry), self.detector_entry.contract,
-                                 size=cfg.detect.size, score=cfg.detect.score, nms_iou=cfg.detect.nms)
-        self.embedder = Embedder(self._lazy(self.embedder_entry))
-        emap = load_emap(self.store.path(self.swapper_entry), self.swapper_entry.sha256,
-                         cfg.cache_path)
-        self.swapper = Swapper(self._lazy(self.swapper_entry), emap)
-        self.enhancer = Enhancer(self._lazy(self.enhancer_entry), cfg.enhance.blend) \
-            if self.enhancer_entry is not None else None
-
-    def on_cpu(self) -> bool:
-        """Whether the models run on the CPU provider: the providers the swapper's session (else
-        the enhancer's, else the detector's) actually got, once it exists — a GPU provider that
-        failed at creation or in a call leaves the model on the CPU — else the configured first."""
-        for name in ("swapper", "enhancer", "detector"):
-            lazy = getattr(getattr(self, name, None), "lazy", None)
-            if lazy is not None and lazy.providers:
-                return lazy.providers[0] == "CPUExecutionProvider"
-        return self.factory.providers[0] == "CPUExecutionProvider"
-
-    def apply_threads(self) -> None:
-        """Sessions on the CPU provider are recreated at their next call with the policy's threads;
-        OpenCV's pool (resize, warps, blends: process-wide) gets the same number."""
-        cv2.setNumThreads(self.threads.threads)
-        if self.factory.threads == self.threads.threads:
-            return
-        self.factory.threads = self.threads.threads
-        for holder in (self.detector, self.embedder, self.swapper, self.enhancer):
-            lazy = getattr(holder, "lazy", None)
-            if lazy is not None and lazy.loaded and (lazy.providers or ["CPUExecutionProvider"])[0] \
-                    == "CPUExecutionProvider":
-                lazy.release()
-
-    def preload(self) -> Preload:
-        """Create the swapper's and enhancer's sessions in the background (:class:`Preload`)."""
-        return Preload([h.lazy for h in (self.swapper, self.enhancer) if h is not None])
-
-    def _lazy(self, entry: ModelEntry) -> LazySession:
-        path = self.store.path(entry)
-        return self.factory.lazy(path, fp16=entry.precision == "fp16", sha256=entry.sha256)
-
-
 # -- source face ----------------------------------------------------------------------------------
 def read_image(path: Path, what: str) -> np.ndarray:
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)
@@ -291,7 +214,7 @@ def read_image(path: Path, what: str) -> np.ndarray:
     return image
 
 
-def face_embedding(path: Path, models: Models, cache: EmbeddingCache, what: str,
+def face_embedding(path: Path, models: LoadedModels, cache: EmbeddingCache, what: str,
                    face_index: int = 0) -> np.ndarray:
     """Raw embedding of the ``face_index``-th largest face in ``path`` (0 = the largest), computed
     once per (file, face, model)."""
@@ -340,7 +263,7 @@ class Renderer:
         self.cfg = cfg
         tune_allocator()
         report.prefetch_installation()
-        self.models = Models(cfg)
+        self.models = load_models(cfg)
         if cfg.mark.enabled:   # while the render starts, not at the end of the first render
             # not a daemon: the interpreter waits for it (≈ 0.1 s) before it finalises. A daemon
             # thread still importing then (a quick `render verify`) ends inside the Rust code of
@@ -411,20 +334,17 @@ class Renderer:
                 return select_faces(faces, select_cfg.mode)
         times.add("embed", time.perf_counter() - t0)
         mask = cfg.mask
-        return FaceStage(
-            detector=m.detector, select=select, swapper=m.swapper,
-            latent=m.swapper.latent(embedding),
-            swap_mask=make_mask(mask.type, m.swapper.size, mask.padding, mask.blur),
-            enhancer=m.enhancer,
-            enhance_mask=make_mask(mask.type, 512, mask.padding, mask.blur) if m.enhancer else None,
-            batch_size=self.models.settings.batch_size, detect_every=cfg.detect.every, times=times)
+        chain = [ChainStep(p, p.bind(embedding),
+                           paste_masks(mask.type, p.size, mask.padding, mask.blur))
+                 for p in m.processors]
+        return FaceStage(detector=m.detector, select=select, chain=chain,
+                         batch_size=self.models.settings.batch_size,
+                         detect_every=cfg.detect.every, times=times)
 
     # -- planning -----------------------------------------------------------------------------
     def identity(self, job: Job, *, vfr: bool) -> Identity:
         ref = self._reference_path(job.source)
-        m = self.models
-        models = {e.name: e.sha256 for e in (m.detector_entry, m.embedder_entry, m.swapper_entry,
-                                             m.enhancer_entry) if e is not None}
+        models = {e.name: e.sha256 for e in self.models.entries()}
         return Identity(target_sha256=self._sha(job.target), source_sha256=self._sha(job.source),
                         reference_sha256=self._sha(ref) if ref is not None else None,
                         models=models, versions=versions(vfr=vfr, mark=self.cfg.mark.enabled))

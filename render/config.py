@@ -229,6 +229,10 @@ class Config:
                              "failing (the output is shorter, and says so)", keyed="never")
     source_face: int = _f(0, "which face of the source image to use when it has several: 0 = the "
                           "largest, 1 = the next largest, ...", min=0, max=64)
+    processors: tuple[str, ...] = _f(["swap", "enhance"], "face processors run on each selected "
+                                     "face, in order: a section (swap, enhance; a section with "
+                                     "enabled=false is skipped) or a model's manifest name",
+                                     keyed="unless-default")
     models: Models = field(default_factory=Models)
     detect: Detect = field(default_factory=Detect)
     embed: Embed = field(default_factory=Embed)
@@ -590,11 +594,10 @@ def parse_trim(text: str) -> Trim | None:
 # -- what a config needs ----------------------------------------------------------------------------
 def required_models(cfg: Config) -> list[tuple[str, str]]:
     """(manifest name, precision) of every model a render with ``cfg`` loads."""
-    need = [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
-            (cfg.swap.model, cfg.swap.precision)]
-    if cfg.enhance.enabled:
-        need.append((cfg.enhance.model, cfg.enhance.precision))
-    return need
+    from .processors.steps import chain_steps
+
+    return [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
+            *((s.model, s.precision) for s in chain_steps(cfg))]
 
 
 def profile_models() -> dict[str, list[tuple[str, str]]]:

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -28,9 +28,9 @@ import numpy as np
 from .faces import align
 from .faces.composite import paste
 from .faces.detect import Detector
-from .faces.enhance import Enhancer
-from .faces.swap import Swapper
+from .faces.mask import PasteMask, combine
 from .faces.types import Face
+from .processors.base import FaceProcessor
 from .progress import Progress
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class StageTimes:
 
     def add(self, stage: str, dt: float) -> None:
         with self._lock:
-            self.seconds[stage] += dt
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + dt
 
     def merge(self, other: "StageTimes") -> None:
         """Add ``other`` (a segment's times) into these (the render's)."""
@@ -141,20 +141,25 @@ class FaceTracker:
         return faces
 
 
+@dataclass(frozen=True)
+class ChainStep:
+    """One face processor as the stage runs it: the processor (its ``name``, ``template``,
+    ``size`` and ``max_batch``), its call bound to this render's source face, and its masks."""
+
+    processor: FaceProcessor
+    run: Callable[[np.ndarray], np.ndarray]
+    masks: Sequence[PasteMask]
+
+
 class FaceStage:
-    """detect → select → align → swap (batched) → enhance (batched) → mask → paste back."""
+    """detect → select → for each step of the chain: align → run (batched) → mask → paste back."""
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
-                 swapper: Swapper, latent: np.ndarray, swap_mask: np.ndarray,
-                 enhancer: Enhancer | None = None, enhance_mask: np.ndarray | None = None,
-                 batch_size: int = 1, detect_every: int = 1, times: StageTimes | None = None) -> None:
+                 chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
+                 times: StageTimes | None = None) -> None:
         self.detector = detector
         self.select = select
-        self.swapper = swapper
-        self.latent = latent
-        self.swap_mask = swap_mask
-        self.enhancer = enhancer
-        self.enhance_mask = enhance_mask
+        self.chain = list(chain)
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
@@ -174,18 +179,21 @@ class FaceStage:
             self._tracker.reset(frame, chosen)
         return chosen
 
-    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], stage: str,
-               run: Callable[[np.ndarray], np.ndarray], template: str, size: int,
-               max_batch: int | None, mask: np.ndarray) -> None:
-        """Align every face to ``template``, run the model over the crops in batches, paste back."""
+    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep
+               ) -> None:
+        """Align every face to the step's template, run it over the crops in batches, paste back
+        through the step's masks."""
+        proc = step.processor
         t0 = time.perf_counter()
-        matrices = [align.estimate(face.kps, template, size) for _, face in faces]
-        crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
+        matrices = [align.estimate(face.kps, proc.template, proc.size) for _, face in faces]
+        crops = np.stack([align.warp(frames[i], m, proc.size) for (i, _), m in zip(faces, matrices)])
+        weights = combine(step.masks, crops, [face for _, face in faces])
         self.times.add("composite", time.perf_counter() - t0)
-        results = _timed(self.times, stage, run_batched, run, crops, self.batch_size, max_batch)
+        results = _timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
+                         proc.max_batch)
         t0 = time.perf_counter()
-        for (i, _), crop, m in zip(faces, results, matrices):
-            paste(frames[i], crop, m, mask)
+        for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
+            paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)
 
     def find(self, frames: list[np.ndarray]) -> list[tuple[int, Face]]:
@@ -197,8 +205,8 @@ class FaceStage:
         return faces
 
     def prepare(self, frames: list[np.ndarray]) -> Callable[[], None] | None:
-        """Find the faces of ``frames``; returns the rest of the work (swap, enhance and paste
-        back in place), which touches only these frames and may run on another thread, or None
+        """Find the faces of ``frames``; returns the rest of the work (the chain and the paste
+        back, in place), which touches only these frames and may run on another thread, or None
         when no face was selected."""
         faces = self.find(frames)
         if not faces:
@@ -206,20 +214,15 @@ class FaceStage:
         return lambda: self.swap(frames, faces)
 
     def process(self, frames: list[np.ndarray]) -> None:
-        """Swap the selected faces of ``frames`` in place, on this thread."""
+        """Run the chain on the selected faces of ``frames`` in place, on this thread."""
         rest = self.prepare(frames)
         if rest is not None:
             rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
-        """Swap (and enhance) ``faces`` of ``frames`` in place."""
-        sw = self.swapper
-        self._apply(frames, faces, "swap", lambda c: sw.swap(c, self.latent), sw.template, sw.size,
-                    sw.max_batch, self.swap_mask)
-        en = self.enhancer
-        if en is not None:
-            self._apply(frames, faces, "enhance", en.enhance, en.template, en.size, en.max_batch,
-                        self.enhance_mask)
+        """Run every step of the chain on ``faces`` of ``frames``, in place."""
+        for step in self.chain:
+            self._apply(frames, faces, step)
 
 
 _DONE = object()

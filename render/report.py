@@ -16,13 +16,16 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import __version__
 from .execute import ExecResult
 from .files import sha256_file, write_atomic
 from .media.probe import MediaInfo, probe
 from .plan import RenderPlan, config_hash
+
+if TYPE_CHECKING:
+    from .models.load import LoadedModels
 
 SCHEMA = 1
 SUFFIX = ".report.json"
@@ -220,23 +223,8 @@ def _nvml_handles():
         return None
 
 
-def model_records(models) -> list[dict[str, Any]]:
-    """Each model the config names: file, SHA-256 and the providers its session got."""
-    rows = []
-    for role, entry, wrapper in (("detect", models.detector_entry, models.detector),
-                                 ("embed", models.embedder_entry, models.embedder),
-                                 ("swap", models.swapper_entry, models.swapper),
-                                 ("enhance", models.enhancer_entry, models.enhancer)):
-        if entry is None:
-            continue
-        rows.append({"role": role, "name": entry.name, "file": str(models.store.path(entry)),
-                     "sha256": entry.sha256, "precision": entry.precision,
-                     "providers": wrapper.lazy.providers})
-    return rows
-
-
 # -- the report ---------------------------------------------------------------------------------------
-def build(*, plan: RenderPlan, result: ExecResult | None, models, target_info: MediaInfo,
+def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, target_info: MediaInfo,
           started: float, ended: float, memory: Mapping[str, Any], marks: Mapping[str, Any],
           status: str = "done", error: str | None = None, job: Mapping[str, Any] | None = None,
           lock: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -269,7 +257,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models, target_info: M
         "config_hash": config_hash(plan.config),
         "config_explicit": list(plan.explicit),
         "versions": dict(ident.get("versions", {})),
-        "models": model_records(models),
+        "models": models.records(),
         "target": media_summary(target_info, Path(plan.target), ident.get("target_sha256"),
                                 frames=plan.total),
         "source": {"path": plan.source, "sha256": ident.get("source_sha256")},

@@ -11,11 +11,14 @@ import pytest
 from render import standins
 from render.standins import media as mf
 from render.faces.detect import Detector
-from render.faces.enhance import Enhancer
-from render.faces.mask import make_mask
-from render.faces.swap import Swapper, read_emap
+from render.faces.mask import paste_masks
 from render.faces.types import Face
-from render.pipeline import FaceStage, StageTimes, run_batched, stream
+from render.models.manifest import load_manifest
+from render.pipeline import ChainStep, FaceStage, StageTimes, run_batched, stream
+from render.processors.base import ProcessorModel
+from render.processors.gfpgan import GfpganProcessor
+from render.processors.inswapper import InswapperProcessor
+from render.processors.steps import Step
 from render.runtime import LazySession
 
 
@@ -187,15 +190,22 @@ def _stage(models, *, batch, every=1, enhance=False, detector=None, counter=None
                 return real.run(*a, **k)
 
         swap_sess = Counting()
-    swapper = Swapper(LazySession(lambda: swap_sess), read_emap(models / "inswapper_128.onnx"))
+    manifest = load_manifest(models)
+
+    def step(cls, name, model, lazy, **options):
+        entry = manifest.get(model)
+        proc = cls(Step(name, model, options=options),
+                   ProcessorModel(entry, models / entry.file, lazy, models / "cache"))
+        source = np.linspace(-1, 1, 512).astype(np.float32)
+        return ChainStep(proc, proc.bind(source), paste_masks("feather", cls.size, 0.0, 0.3))
+
+    chain = [step(InswapperProcessor, "swap", "inswapper_128", LazySession(lambda: swap_sess))]
+    if enhance:
+        chain.append(step(GfpganProcessor, "enhance", "gfpgan_1.4",
+                          LazySession(lambda: _session(models / "gfpgan_1.4.onnx")), blend=0.8))
     det = detector or Detector(LazySession(lambda: _session(models / "scrfd_2.5g.onnx")),
                                "detector-scrfd", size=640, score=0.5, nms_iou=0.4)
-    enhancer = Enhancer(LazySession(lambda: _session(models / "gfpgan_1.4.onnx")), 0.8) \
-        if enhance else None
-    latent = swapper.latent(np.linspace(-1, 1, 512).astype(np.float32))
-    return FaceStage(detector=det, select=lambda frame, faces: faces, swapper=swapper,
-                     latent=latent, swap_mask=make_mask("feather", 128, 0.0, 0.3), enhancer=enhancer,
-                     enhance_mask=make_mask("feather", 512, 0.0, 0.3) if enhance else None,
+    return FaceStage(detector=det, select=lambda frame, faces: faces, chain=chain,
                      batch_size=batch, detect_every=every, times=StageTimes())
 
 

@@ -171,14 +171,14 @@ def test_opencv_gets_the_same_threads_as_onnx_runtime(standin_models, tmp_path):
     model call: on busy cores a second OpenCV thread only costs CPU that ffmpeg or a lane needs."""
     import cv2
 
-    from render.app import Models
+    from render.models.load import load_models
     from render.config import load_config
 
     before = cv2.getNumThreads()
     try:
         cfg = load_config({"profile": "low", "execution.providers": "cpu", "execution.threads": "2",
                            "models.dir": str(standin_models), "cache_dir": str(tmp_path)}, env={})
-        models = Models(cfg)
+        models = load_models(cfg)
         assert cv2.getNumThreads() == models.factory.threads == 2
         models.threads.threads = 1            # what the policy does when ffmpeg is the busier side
         models.apply_threads()
@@ -215,16 +215,16 @@ def test_models_that_fell_back_from_the_gpu_to_the_cpu_get_the_cpu_policy(idle_c
 
 
 def test_models_report_where_their_sessions_actually_run(standin_models, tmp_path):
-    from render.app import Models
+    from render.models.load import load_models
     from render.config import load_config
 
     cfg = load_config({"profile": "low", "execution.providers": "cpu",
                        "models.dir": str(standin_models), "cache_dir": str(tmp_path)}, env={})
-    models = Models(cfg)
+    models = load_models(cfg)
     assert models.on_cpu() and models.threads.on_cpu            # nothing loaded: the configured
     models.detector.lazy.providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     assert not models.on_cpu()                                  # the only session made so far
-    models.swapper.lazy.providers = ["CPUExecutionProvider"]    # the swapper fell back
+    models.processors[0].lazy.providers = ["CPUExecutionProvider"]   # the swapper fell back
     assert models.on_cpu()
 
 

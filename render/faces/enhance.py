@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import ModelError
 from ..runtime import LazySession
 from .blob import owned_float32, signed_input, to_bgr_nhwc, to_rgb_nchw
-from .swap import accepts_batch, input_dtype
+from .swap import input_dtype
 
 
 class Enhancer:
@@ -16,11 +16,6 @@ class Enhancer:
     def __init__(self, lazy: LazySession, blend: float) -> None:
         self.lazy = lazy
         self.blend = blend
-
-    @property
-    def max_batch(self) -> int | None:
-        shape = self.lazy.session.get_inputs()[0].shape
-        return None if accepts_batch(shape) else int(shape[0])
 
     def enhance(self, crops: np.ndarray) -> np.ndarray:
         """(N,512,512,3) BGR uint8 → enhanced and blended (N,512,512,3) BGR uint8."""

@@ -1,8 +1,41 @@
-"""Paste-back masks in crop space: a hard box and a feathered box, both with padding."""
+"""Paste-back masks in crop space: a hard box and a feathered box, both with padding.
+
+A mask is a function of the aligned crops and their faces giving weights in 0..1, one
+(size, size) map shared by every crop or one per crop; the face stage combines a step's masks
+(the per-pixel minimum) and pastes each crop back through it.
+"""
 from __future__ import annotations
+
+from typing import Protocol, Sequence
 
 import cv2
 import numpy as np
+
+from .types import Face
+
+
+class PasteMask(Protocol):
+    def __call__(self, crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+        """float32 (size, size) for every crop, or (N, size, size) one per crop."""
+
+
+class StaticMask:
+    """The same weights for every crop."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+
+    def __call__(self, crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+        return self.weights
+
+
+def combine(masks: Sequence[PasteMask], crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+    """The per-pixel minimum of ``masks`` (a single mask's weights as they are)."""
+    weights = [m(crops, faces) for m in masks]
+    out = weights[0]
+    for w in weights[1:]:
+        out = np.minimum(out, w)
+    return out
 
 
 def box_mask(size: int, padding: float = 0.0, feather: float = 0.0) -> np.ndarray:
@@ -31,3 +64,8 @@ def make_mask(kind: str, size: int, padding: float, blur: float) -> np.ndarray:
     if kind == "feather":
         return box_mask(size, padding, blur)
     raise ValueError(f"unknown mask type {kind!r}")
+
+
+def paste_masks(kind: str, size: int, padding: float, blur: float) -> list[PasteMask]:
+    """The masks ``mask.*`` asks for, for crops of ``size``."""
+    return [StaticMask(make_mask(kind, size, padding, blur))]

@@ -63,12 +63,6 @@ class Swapper:
         e = np.asarray(embedding, np.float32).reshape(1, -1)
         return (e @ self.emap) / max(float(np.linalg.norm(e)), 1e-12)
 
-    @property
-    def max_batch(self) -> int | None:
-        """None when the model takes any batch size, else its fixed batch."""
-        shape = self.lazy.session.get_inputs()[0].shape
-        return None if accepts_batch(shape) else int(shape[0])
-
     def swap(self, crops: np.ndarray, latent: np.ndarray) -> np.ndarray:
         """(N,128,128,3) BGR uint8 crops → (N,128,128,3) BGR uint8, in one call."""
         session = self.lazy.session

@@ -40,6 +40,7 @@ import yaml
 
 import render
 from render.errors import ModelError
+from render.processors.registry import contracts as processor_contracts
 
 log = logging.getLogger(__name__)
 
@@ -238,9 +239,10 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
     if not isinstance(commercial, bool):
         raise _bad(path, name, "commercial_use", "must be true or false")
     contract = string("contract", False)
-    if contract not in CONTRACTS:
-        close = nearest(str(contract), CONTRACTS, 1)
-        hint = f" (did you mean {close[0]}?)" if close else f" (one of {', '.join(CONTRACTS)})"
+    known = (*CONTRACTS, *sorted(set(processor_contracts()) - set(CONTRACTS)))
+    if contract not in known:
+        close = nearest(str(contract), known, 1)
+        hint = f" (did you mean {close[0]}?)" if close else f" (one of {', '.join(known)})"
         raise _bad(path, name, "contract", f"{contract!r} is not a known contract{hint}")
     template = string("template")
     if template is not None and template not in TEMPLATES:

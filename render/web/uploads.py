@@ -303,20 +303,13 @@ class FaceFinder:
             raise Refused(503, f"the server cannot look for faces now: {exc}") from None
 
     def _detector(self, cfg):
-        from ..faces.detect import Detector
-        from ..models.manifest import load_manifest
-        from ..models.store import ModelStore, default_stamp_dir
+        from ..models.load import load_detector, model_store
         from ..runtime import SessionFactory
 
         key = (str(cfg.models_dir), tuple(cfg.models.manifest), cfg.detect.model, cfg.detect.size,
                cfg.detect.score, cfg.detect.nms)
         with self._lock:
             if key not in self._detectors:
-                manifest = load_manifest(cfg.models_dir, [Path(p) for p in cfg.models.manifest])
-                store = ModelStore(cfg.models_dir, manifest, default_stamp_dir(cfg.cache_path))
-                entry = store.verify_required([(cfg.detect.model, "fp32")])[(cfg.detect.model, "fp32")]
                 factory = SessionFactory(cfg.execution, cfg.cache_path)
-                path = store.path(entry)
-                self._detectors[key] = Detector(factory.lazy(path), entry.contract, size=cfg.detect.size,
-                                                score=cfg.detect.score, nms_iou=cfg.detect.nms)
+                self._detectors[key] = load_detector(cfg, model_store(cfg), factory)[1]
             return self._detectors[key]

@@ -1,0 +1,141 @@
+"""``load_models(cfg)``: the verified models of one Config, their sessions and the face chain.
+
+Used by the renderer, the web page's face check (``load_detector``) and the report. Every model a
+config needs is verified against its pin before any frame is decoded; sessions are created on
+their first call (``runtime.LazySession``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+
+from ..config import Config, required_models
+from ..errors import ModelError
+from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
+from ..faces.embed import Embedder
+from ..processors import registry
+from ..processors.base import FaceProcessor, ProcessorModel
+from ..processors.steps import SECTIONS, chain_steps
+from ..runtime import LazySession, Preload, SessionFactory, StrategySettings, ThreadPolicy, strategy
+from .manifest import ModelEntry, load_manifest
+from .store import ModelStore, default_stamp_dir
+
+
+def _check_contract(entry: ModelEntry, key: str, allowed: tuple[str, ...] | frozenset[str]) -> None:
+    if entry.contract not in allowed:
+        raise ModelError(f"{key}={entry.name}: its contract is {entry.contract}, "
+                         f"{key} needs {' or '.join(sorted(allowed))}")
+
+
+def model_store(cfg: Config) -> ModelStore:
+    """The manifest layers and model folder ``cfg`` names."""
+    manifest = load_manifest(cfg.models_dir, [Path(p) for p in cfg.models.manifest])
+    return ModelStore(cfg.models_dir, manifest, default_stamp_dir(cfg.cache_path))
+
+
+def load_detector(cfg: Config, store: ModelStore, factory: SessionFactory) -> tuple[ModelEntry, Detector]:
+    """The face detector ``cfg`` names, verified, with ``detect.*`` settings."""
+    key = (cfg.detect.model, "fp32")
+    entry = store.verify_required([key])[key]
+    _check_contract(entry, "detect.model", DETECTOR_CONTRACTS)
+    lazy = factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
+    return entry, Detector(lazy, entry.contract, size=cfg.detect.size, score=cfg.detect.score,
+                           nms_iou=cfg.detect.nms)
+
+
+@dataclass
+class LoadedModels:
+    """The models of one render: detector, embedder and the chain of face processors."""
+
+    cfg: Config
+    store: ModelStore
+    factory: SessionFactory
+    settings: StrategySettings
+    #: who gets the cores (ONNX Runtime or ffmpeg), decided once by the first render
+    threads: ThreadPolicy
+    detector_entry: ModelEntry
+    detector: Detector
+    embedder_entry: ModelEntry
+    embedder: Embedder
+    processors: list[FaceProcessor]
+
+    def sessions(self) -> list[LazySession]:
+        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors)]
+
+    def entries(self) -> list[ModelEntry]:
+        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors)]
+
+    def on_cpu(self) -> bool:
+        """Whether the models run on the CPU provider: the providers the chain's first session
+        (else the detector's) actually got, once it exists — a GPU provider that failed at
+        creation or in a call leaves the model on the CPU — else the configured first."""
+        for lazy in [*(p.lazy for p in self.processors), self.detector.lazy]:
+            if lazy.providers:
+                return lazy.providers[0] == "CPUExecutionProvider"
+        return self.factory.providers[0] == "CPUExecutionProvider"
+
+    def apply_threads(self) -> None:
+        """Sessions on the CPU provider are recreated at their next call with the policy's threads;
+        OpenCV's pool (resize, warps, blends: process-wide) gets the same number."""
+        cv2.setNumThreads(self.threads.threads)
+        if self.factory.threads == self.threads.threads:
+            return
+        self.factory.threads = self.threads.threads
+        for lazy in self.sessions():
+            if lazy.loaded and (lazy.providers or ["CPUExecutionProvider"])[0] \
+                    == "CPUExecutionProvider":
+                lazy.release()
+
+    def preload(self) -> Preload:
+        """Create the face processors' sessions in the background (:class:`Preload`)."""
+        return Preload([p.lazy for p in self.processors])
+
+    def records(self) -> list[dict[str, Any]]:
+        """The report's rows: each model with its file, SHA-256 and the providers it got."""
+        rows = []
+        for role, entry, lazy in (("detect", self.detector_entry, self.detector.lazy),
+                                  ("embed", self.embedder_entry, self.embedder.lazy)):
+            rows.append({"role": role, "name": entry.name, "file": str(self.store.path(entry)),
+                         "sha256": entry.sha256, "precision": entry.precision,
+                         "providers": lazy.providers})
+        return rows + [p.record() for p in self.processors]
+
+
+def load_models(cfg: Config) -> LoadedModels:
+    """Verify every model ``cfg`` needs and wire detector, embedder and processors."""
+    store = model_store(cfg)
+    resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
+    factory = SessionFactory(cfg.execution, cfg.cache_path)
+    models: LoadedModels | None = None
+    threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
+                           on_cpu=lambda: models.on_cpu() if models is not None else
+                           factory.providers[0] == "CPUExecutionProvider")
+    factory.threads = threads.threads
+    cv2.setNumThreads(threads.threads)
+
+    def lazy(entry: ModelEntry) -> LazySession:
+        return factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
+
+    detector_entry, detector = load_detector(cfg, store, factory)
+    embedder_entry = resolved[(cfg.embed.model, "fp32")]
+    _check_contract(embedder_entry, "embed.model", ("embedder-arcface",))
+    processors = []
+    for step in chain_steps(cfg):
+        entry = resolved[(step.model, step.precision)]
+        key = f"{step.name}.model" if step.name in SECTIONS else "processors"
+        _check_contract(entry, key, registry.contracts())
+        cls = registry.processor_class(entry.contract)
+        assert cls is not None
+        processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),
+                                                   cfg.cache_path)))
+    if not processors:
+        raise ModelError("processors: the chain runs no face processor (is enhance.enabled=false "
+                         "the only step?)")
+    models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=strategy(cfg.execution),
+                          threads=threads, detector_entry=detector_entry, detector=detector,
+                          embedder_entry=embedder_entry, embedder=Embedder(lazy(embedder_entry)),
+                          processors=processors)
+    return models

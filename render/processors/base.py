@@ -1,0 +1,68 @@
+"""What a face processor is: a model over aligned crops, and how the face stage calls it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..faces.swap import accepts_batch
+from ..models.manifest import ModelEntry
+from ..runtime import LazySession
+from .steps import Step
+
+#: crops in, crops out: (N, size, size, 3) BGR uint8 both
+CropsFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ProcessorModel:
+    """A verified model file and its session, as the loader hands it to a processor."""
+
+    entry: ModelEntry
+    path: Path
+    lazy: LazySession
+    cache_dir: Path
+
+
+class FaceProcessor:
+    """Base of the face processors. A subclass sets ``template`` and ``size`` (the crop it takes,
+    see ``faces.align``), its manifest contracts, and implements :meth:`run` or :meth:`bind`."""
+
+    contracts: tuple[str, ...] = ()
+    template: str = ""
+    size: int = 0
+
+    def __init__(self, step: Step, model: ProcessorModel) -> None:
+        self.step = step
+        self.model = model
+
+    @property
+    def name(self) -> str:
+        """The step's name: its stage in the timings and its role in the report."""
+        return self.step.name
+
+    @property
+    def lazy(self) -> LazySession:
+        return self.model.lazy
+
+    @property
+    def max_batch(self) -> int | None:
+        """None when the model takes any batch size, else its fixed batch."""
+        shape = self.lazy.session.get_inputs()[0].shape
+        return None if accepts_batch(shape) else int(shape[0])
+
+    def bind(self, source: np.ndarray) -> CropsFn:
+        """The call for one render, given the source face's raw embedding; processors that do not
+        use the source face keep the default."""
+        return self.run
+
+    def run(self, crops: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")
+
+    def record(self) -> dict[str, Any]:
+        """The report's row for this step."""
+        e = self.model.entry
+        return {"role": self.name, "name": e.name, "file": str(self.model.path),
+                "sha256": e.sha256, "precision": e.precision, "providers": self.lazy.providers}
