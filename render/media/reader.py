@@ -6,6 +6,7 @@ stderr pipe deadlocks ffmpeg). The child is always reaped: ``close()`` terminate
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import os
 import subprocess
@@ -38,14 +39,27 @@ def output_name(argv: Sequence[str]) -> str:
     return str(argv[-1]) if argv else ""
 
 
+#: what ffmpeg and mkvmerge print when a write failed for want of room; ffmpeg may still exit 0
+#: (a failed trailer write), leaving a file that looks like damaged media
+NO_SPACE = ("No space left on device", "Disk quota exceeded")
+
+
+def no_space(what: str, writes: str | os.PathLike | None) -> RenderFailed:
+    """The one error of a child that ran out of room, naming the folder it wrote into."""
+    where = f" in {os.path.dirname(os.path.abspath(writes))}" if writes else ""
+    return RenderFailed(f"{what}: {os.strerror(errno.ENOSPC)}{where}")
+
+
 class StderrTail:
-    """Drains a child's stderr on a daemon thread, keeping the last ``keep`` lines."""
+    """Drains a child's stderr on a daemon thread, keeping the last ``keep`` lines; ``no_space``
+    tells whether any line said the disk was full."""
 
     def __init__(self, stream: IO[bytes], *, name: str = "ffmpeg", keep: int = 50) -> None:
         self._stream = stream
         self._name = name
         self._lines: collections.deque[str] = collections.deque(maxlen=keep)
         self._lock = threading.Lock()
+        self.no_space = False
         self._thread = threading.Thread(target=self._run, name=f"stderr-{name}", daemon=True)
         self._thread.start()
 
@@ -56,6 +70,8 @@ class StderrTail:
                 if line:
                     with self._lock:
                         self._lines.append(line)
+                    if any(m in line for m in NO_SPACE):
+                        self.no_space = True
                     log.debug("%s: %s", self._name, line)
         except (OSError, ValueError):  # closed underneath us
             pass
@@ -155,10 +171,11 @@ def _describe(returncode: int) -> str:
 
 
 def run_tool(argv: Sequence[str], what: str, *, timeout: float | None = None,
-             ok: Sequence[int] = (0,)) -> str:
+             ok: Sequence[int] = (0,), writes: str | os.PathLike | None = None) -> str:
     """Run a child (ffmpeg, mkvmerge) to completion, its stdout and stderr drained together by a
     thread (mkvmerge reports on stdout); RenderFailed with its last meaningful line when its exit
-    status is not in ``ok``. Always reaped, also on KeyboardInterrupt. Returns the output."""
+    status is not in ``ok``, or naming the folder of ``writes`` when it said the disk was full
+    (whatever its exit status). Always reaped, also on KeyboardInterrupt. Returns the output."""
     argv = [str(a) for a in argv]
     log.debug("tool: %s", " ".join(argv))
     r, w = os.pipe()
@@ -178,6 +195,8 @@ def run_tool(argv: Sequence[str], what: str, *, timeout: float | None = None,
     finally:
         reap(proc)
         tail.join()
+    if tail.no_space:
+        raise no_space(what, writes)
     if rc not in ok:
         raise RenderFailed(f"{what}: {tail.last_line() or _describe(rc)}")
     return tail.text

@@ -22,7 +22,7 @@ import numpy as np
 from render.errors import MediaError, RenderFailed
 
 from ..files import fsync_dir
-from .reader import _describe, grow_pipe, reap, spawn
+from .reader import _describe, grow_pipe, no_space, reap, spawn
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,8 @@ class FrameWriter:
     def _failed(self, what: str) -> RenderFailed:
         rc = self.proc.wait()
         self._stderr.join()
+        if self._stderr.no_space:
+            return no_space(f"encoder for {self.name}", self.tmp_path)
         reason = self._stderr.last_line() or _describe(rc)
         return RenderFailed(f"encoder for {self.name} {what}: {reason}")
 
@@ -174,6 +176,9 @@ class FrameWriter:
             self._done = False
             self.abort()
             raise
+        if self._stderr.no_space:       # ffmpeg may exit 0 after a trailer it could not write
+            self._remove_tmp()
+            raise no_space(f"encoder for {self.name}", self.tmp_path)
         if rc != 0:
             self._remove_tmp()
             raise self._failed(f"failed ({_describe(rc)})")
