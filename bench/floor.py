@@ -21,15 +21,14 @@ def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[l
     encoder gets for a plan of one segment (less the synthetic-media tags)."""
     from render.config import load_config
     from render.media import args as ffargs
-    from render.media.probe import ffmpeg_version, frame_times, probe
+    from render.media.probe import frame_times, probe
     from render.plan import Identity, plan_render
+    from render.planner import legacy_vsync
 
     cfg = load_config({**overrides, "segment.seconds": "3600"}, env={})
     info = probe(target)
-    version = ffmpeg_version()
-    legacy = version is not None and version < (5, 1)
     plan = plan_render(cfg, source=target, target=target, output=output, info=info,
-                       times=frame_times(info), legacy_vsync=legacy,
+                       times=frame_times(info), legacy_vsync=legacy_vsync(),
                        identity=Identity("", "", None, {}, {}))
     enc = plan.encode
     video = ffargs.EncodeSettings(codec=enc["codec"], crf=enc["crf"], preset=enc["preset"],
@@ -37,7 +36,7 @@ def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[l
                                   threads=enc["threads"])
     dec = list(plan.segments[0].decode)
     enc_argv = ffargs.encode_args(info, output, width=plan.width, height=plan.height,
-                                  fps=info.fps, video=video, legacy_vsync=legacy)
+                                  fps=info.fps, video=video, legacy_vsync=legacy_vsync())
     return dec, enc_argv
 
 

@@ -6,7 +6,7 @@ Usage (bench/run.py does this; rarely useful by hand)::
                                            "output": ..., "models.dir": ..., "cache_dir": ...}}'
 
 It builds the Config with ``render.config.load_config(overrides, env={})`` (no RENDER_* variables
-leak in), constructs ``render.app.Renderer`` and runs ``render(Job(source, target, output))``.
+leak in), constructs ``render.renderer.Renderer`` and runs ``render(Job(source, target, output))``.
 The JSON line (prefixed ``BENCH-RESULT``) holds frames, seconds, the per-stage milliseconds
 per frame, the time to first frame counted from just before the Renderer is constructed (so
 model verification, emap and session loading count), the process's own peak RSS (VmHWM) and that of its
@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
     overrides = {str(k): str(v) for k, v in spec["overrides"].items()}
 
     t_import = time.perf_counter()
-    from render.app import Job, Renderer
+    from render.jobs import Job
+    from render.renderer import Renderer
     from render.config import load_config
     from render.report import vm_hwm_bytes
     t_imported = time.perf_counter()

@@ -129,7 +129,7 @@ def run(argv: Sequence[str]) -> int:
 
         return (web.serve_main if args[0] == "serve" else web.users_main)(args[1:])
     if args and args[0] == "assemble":
-        from .app import assemble
+        from .shards import assemble
 
         assemble(load_config(parse_overrides(_shard_shorthand(args[1:]))))
         return 0
@@ -137,7 +137,8 @@ def run(argv: Sequence[str]) -> int:
         from .slurm import main as slurm_main
 
         return slurm_main(args[1:])
-    from .app import render_all, render_shard
+    from .batch import render_all
+    from .shards import render_shard
 
     cfg = load_config(parse_overrides(_shard_shorthand(args)))
     if cfg.shard.count:

@@ -33,7 +33,8 @@ from .media.probe import count_streams
 from .media.reader import FrameReader, run_tool
 from .files import fsync_dir, sha256_file, try_flock, write_atomic
 from .media.writer import FrameWriter
-from .pipeline import FaceStage, StageTimes, stream
+from .face_stage import FaceStage
+from .pipeline import StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
 from .runtime import Preload, ThreadPolicy
@@ -558,9 +559,10 @@ class Executor:
                 write_atomic(work / "concat.txt", asm.concat.encode())
                 if asm.join:
                     write_atomic(work / "timestamps.txt", asm.timestamps.encode())
-                    run_tool(asm.join, what)
-                    run_tool(asm.retime, what, ok=(0, 1))     # mkvmerge: 1 = warnings only
-                run_tool(list(asm.mux[:-1]) + [str(tmp)], what)
+                    run_tool(asm.join, what, writes=asm.join[-1])
+                    run_tool(asm.retime, what, ok=(0, 1),     # mkvmerge: 1 = warnings only
+                             writes=work / "retimed")
+                run_tool(list(asm.mux[:-1]) + [str(tmp)], what, writes=tmp)
             else:       # the only segment is the finished file: the committed one stays as it is
                 _link_or_copy(self.work.final(plan.segments[0]), tmp, what)
             t1 = time.perf_counter()

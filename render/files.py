@@ -10,6 +10,8 @@ import socket
 import stat
 from pathlib import Path
 
+from .errors import MediaError
+
 
 def fsync_dir(folder: str | os.PathLike) -> None:
     """fsync a folder so that a rename in it is on disk (best effort)."""
@@ -93,3 +95,32 @@ def try_flock(fd: int, mode: int = fcntl.LOCK_EX) -> bool:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             return False
         raise
+
+
+class FileHashes:
+    """The SHA-256 of each input of a render, hashed again only when the file's identity changed;
+    and the check that an input is still the file that was hashed."""
+
+    def __init__(self) -> None:
+        self._known: dict[Path, tuple[tuple[int, ...], str]] = {}   # path → (identity, sha)
+
+    def sha(self, path: Path) -> str:
+        known = self._known.get(path)
+        if known is None or known[0] != identity(path):
+            before = identity(path)
+            sha = sha256_file(path)
+            if identity(path) != before:
+                raise MediaError(f"{path} changed while it was read; run again")
+            self._known[path] = known = (before, sha)
+        return known[1]
+
+    def check_unchanged(self, path: Path, what: str = "target") -> None:
+        """Raises MediaError when ``path`` is no longer the file hashed (nothing may be committed
+        from another)."""
+        known = self._known.get(path)
+        try:
+            same = known is None or identity(path) == known[0]
+        except OSError:
+            same = False
+        if not same:
+            raise MediaError(f"{what} {path} changed while rendering; run again")

@@ -6,23 +6,20 @@ one-line error), never beside the output where it could pass for a finished one.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
-import platform
 import resource
-import socket
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import __version__
 from .execute import ExecResult
 from .files import sha256_file, write_atomic
 from .media.probe import MediaInfo, probe
 from .plan import RenderPlan, config_hash
+from .versions import installation
 
 if TYPE_CHECKING:
     from .models.load import LoadedModels
@@ -40,57 +37,6 @@ def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds")
-
-
-# -- the installation -------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)   # what is installed does not change while a process runs
-def _installation() -> dict[str, Any]:
-    import cv2
-    import numpy as np
-    import onnxruntime as ort
-
-    from .media.probe import ffmpeg_version_line, mkvmerge_version
-    from .runtime import tensorrt_version
-
-    env = os.environ
-    image = None
-    if env.get("RENDER_IMAGE_VERSION"):
-        image = {"version": env.get("RENDER_IMAGE_VERSION"), "revision": env.get("RENDER_IMAGE_REVISION"),
-                 "base": env.get("RENDER_IMAGE_BASE"),
-                 "onnxruntime_package": env.get("RENDER_IMAGE_ORT_PACKAGE")}
-    trt = tensorrt_version()
-    return {
-        "render": __version__,
-        "image": image,
-        "python": platform.python_version(),
-        "onnxruntime": ort.__version__,
-        "onnxruntime_providers": ort.get_available_providers(),
-        "tensorrt": None if trt == "none" else trt,
-        "cuda": env.get("CUDA_VERSION") or None,          # set by the nvidia/cuda base images
-        "cudnn": env.get("NV_CUDNN_VERSION") or env.get("CUDNN_VERSION") or None,
-        "ffmpeg": ffmpeg_version_line() or None,
-        "mkvmerge": mkvmerge_version() or None,
-        "opencv": cv2.__version__,
-        "numpy": np.__version__,
-        "c2pa": _c2pa_version(),
-        "host": socket.gethostname(),
-    }
-
-
-def _c2pa_version() -> str:
-    from .mark import c2pa_version
-
-    return c2pa_version() or "none"
-
-
-def installation() -> dict[str, Any]:
-    """Versions of this installation and, inside the image, its build identity."""
-    return dict(_installation())
-
-
-def prefetch_installation() -> None:
-    """Find the versions on a daemon thread while the models load (a few subprocesses)."""
-    threading.Thread(target=_installation, name="render-versions", daemon=True).start()
 
 
 def media_summary(info: MediaInfo, path: Path, sha256: str | None = None, frames: int | None = None

@@ -28,6 +28,7 @@ from .config import config_from_values
 from .errors import RenderError, UsageError
 from .files import sha256_file
 from .plan import config_hash
+from .versions import installation
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
             out.append(Check(False, f"config: not valid on this installation: {exc}"))
 
     # versions and the job key
-    here = reports.installation()
+    here = installation()
     recorded_versions = data.get("versions") or {}
     differ = [f"{k} {here.get(k)!r} here, {v!r} in the report" for k, v in recorded_versions.items()
               if here.get(k) != v]
@@ -135,7 +136,8 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
 
 def _rerun_checks(data: dict[str, Any], cfg, rerender: int) -> list[Check]:
     """Recompute the job key here (models loaded, nothing rendered) and re-render N segments."""
-    from .app import Job, Renderer
+    from .jobs import Job
+    from .renderer import Renderer
 
     out: list[Check] = []
     target, source = Path(data["target"]["path"]), Path(data["source"]["path"])

@@ -184,7 +184,7 @@ class Worker:
         return self.stop.signalled or self.stop.reason
 
     def run_job(self, claim) -> None:
-        from .app import BatchFailed, render_all
+        from .batch import BatchFailed, render_all
 
         job = claim.job
         if job.spec is None:

@@ -136,7 +136,7 @@ def test_shard_job_is_indexed_and_finds_its_index_by_itself(objects):
     text = (K8S / "render-shards.yaml").read_text()
     assert any(INDEX_VARIABLE in line and line.lstrip().startswith("#") for line in text.splitlines())
     try:  # the renderer's side of the contract
-        from render.app import INDEX_VARIABLES
+        from render.shards import INDEX_VARIABLES
     except ImportError:
         pass
     else:

@@ -495,7 +495,7 @@ def test_a_renderer_exiting_at_once_waits_for_the_marking_libraries(standin_mode
     (a quick `render verify`) must wait for it: a daemon thread still inside their Rust code at
     finalisation aborts the process ("FATAL: exception not rethrown", exit -6)."""
     code = ("import sys, threading\n"
-            "from render.app import Renderer\nfrom render.config import load_config\n"
+            "from render.renderer import Renderer\nfrom render.config import load_config\n"
             f"cfg = load_config({{'profile': 'low', 'execution.providers': 'cpu', "
             f"'models.dir': {str(standin_models)!r}, 'cache_dir': {str(tmp_path)!r}}}, env={{}})\n"
             "Renderer(cfg)\n"

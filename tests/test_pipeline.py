@@ -14,7 +14,8 @@ from render.faces.detect import Detector
 from render.faces.mask import paste_masks
 from render.faces.types import Face
 from render.models.manifest import load_manifest
-from render.pipeline import ChainStep, FaceStage, StageTimes, run_batched, stream
+from render.face_stage import ChainStep, FaceStage
+from render.pipeline import StageTimes, run_batched, stream
 from render.processors.base import ProcessorModel
 from render.processors.gfpgan import GfpganProcessor
 from render.processors.inswapper import InswapperProcessor

@@ -17,7 +17,7 @@ import yaml
 from onnx import TensorProto, helper
 
 from render import standins
-from render.app import render_all
+from render.batch import render_all
 from render.config import load_config
 from render.files import sha256_file
 from render.processors import registry

@@ -428,6 +428,36 @@ def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_mo
         subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
+def test_disk_full_that_ffmpeg_reports_with_exit_0_is_exit_5_naming_the_folder(
+        workdir, standin_models, clip, tmp_path):
+    """With a little less room than the segment needs, ffmpeg prints "Error writing trailer …: No
+    space left on device" and exits 0: the render said "cannot read … Invalid data" (exit 3,
+    blaming the media) and left the temp segment behind."""
+    probe_out = workdir / "out" / "size.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, probe_out, "segment.seconds=60"))
+    assert r.returncode == 0, r.stderr
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    kib = int(probe_out.stat().st_size * 0.9 / 1024)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        out = disk / "clip.mp4"
+        r = run_cli(*render_args(workdir, standin_models, clip.path, out, "segment.seconds=60",
+                                 "progress=off"))
+        assert r.returncode == 5, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "No space left on device in " in lines[0], r.stderr
+        (work,) = work_dirs(disk)
+        assert str(work) in lines[0], r.stderr
+        assert visible(disk) == []
+        assert not [p for p in work.iterdir() if ".tmp-" in p.name], list(work.iterdir())
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 def test_the_finished_segment_is_copied_where_there_are_no_hard_links(tmp_path, monkeypatch):
     from render import execute
     from render.errors import RenderFailed
@@ -546,7 +576,7 @@ def test_forced_codec_that_webm_cannot_hold_fails_before_any_work(workdir, stand
     assert list((workdir / "out").iterdir()) == []
 
 
-def test_source_with_several_faces_uses_the_largest_and_says_so(workdir, standin_models, tmp_path):
+def test_source_with_several_faces_uses_the_largest_and_says_so_every_time(workdir, standin_models, tmp_path):
     import cv2
     img = mf.background(640, 480)
     mf.draw_face(img, 200, 240, 200)
@@ -556,6 +586,13 @@ def test_source_with_several_faces_uses_the_largest_and_says_so(workdir, standin
     target = mf.make_image_target(workdir / "in" / "p.png", width=320, height=240)
     r = run_cli("profile=low", f"source={src}", f"target={target.path}",
                 f"output={workdir / 'out' / 'p.png'}", "--verbose",
+                *model_args(standin_models, workdir / "cache"))
+    assert r.returncode == 0, r.stderr
+    assert "has 2 faces: using the largest (source_face=N picks another)" in r.stderr
+    # the embedding is cached now: the next render says it all the same
+    assert any((workdir / "cache" / "embeddings").iterdir())
+    r = run_cli("profile=low", f"source={src}", f"target={target.path}",
+                f"output={workdir / 'out' / 'p2.png'}", "--verbose",
                 *model_args(standin_models, workdir / "cache"))
     assert r.returncode == 0, r.stderr
     assert "has 2 faces: using the largest (source_face=N picks another)" in r.stderr

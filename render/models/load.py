@@ -19,7 +19,8 @@ from ..faces.embed import Embedder
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel
 from ..processors.steps import SECTIONS, chain_steps
-from ..runtime import LazySession, Preload, SessionFactory, StrategySettings, ThreadPolicy, strategy
+from ..runtime import (LazySession, Preload, SessionFactory, StrategySettings, ThreadPolicy,
+                       strategy, tune_allocator)
 from .manifest import ModelEntry, load_manifest
 from .store import ModelStore, default_stamp_dir
 
@@ -106,6 +107,7 @@ class LoadedModels:
 
 def load_models(cfg: Config) -> LoadedModels:
     """Verify every model ``cfg`` needs and wire detector, embedder and processors."""
+    tune_allocator()
     store = model_store(cfg)
     resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
     factory = SessionFactory(cfg.execution, cfg.cache_path)

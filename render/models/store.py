@@ -21,22 +21,18 @@ from typing import Iterable
 
 from render.errors import ModelError
 
-from ..files import file_identity
+from ..files import file_identity, sha256_file
 from .manifest import Manifest, ModelEntry
 
 log = logging.getLogger(__name__)
 
-CHUNK = 1 << 20  # 1 MiB
 STAMP_DIR_NAME = "model-stamps"
+CHUNK = 1 << 20  # 1 MiB reads
 
 
 def _hash_file(path: Path) -> str:
-    """SHA-256 of a file, read in 1 MiB chunks (tests count the calls to this function)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """SHA-256 of a model file (tests count the calls to this function)."""
+    return sha256_file(path)
 
 
 def hash_file(path: Path) -> str:

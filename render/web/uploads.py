@@ -291,7 +291,7 @@ class FaceFinder:
         self._lock = threading.Lock()
 
     def count(self, image: Path, job: Mapping[str, str]) -> int:
-        from ..app import read_image
+        from ..source_face import read_image
 
         cfg = load_config({**self.overrides, **job, "execution.providers": "cpu",
                            "execution.threads": "1"})

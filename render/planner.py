@@ -1,0 +1,106 @@
+"""What a job will be, before anything is written: the target probed and its frames counted, the
+identity of every input, model and version (the job key), and the plan of segments."""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import shutil
+
+from . import __version__, report, versions
+from . import mark as marking
+from .config import Config
+from .errors import RenderFailed, UsageError
+from .files import FileHashes
+from .jobs import Job, check_pix_fmt
+from .media import args as ffargs
+from .media.probe import MediaInfo, ffmpeg_version, hw_works, probe_with_times
+from .models.load import LoadedModels
+from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render
+from .source_face import SourceFaces
+
+log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=1)
+def legacy_vsync() -> bool:
+    """ffmpeg before 5.1 (Ubuntu 22.04 ships 4.4) knows ``-vsync``, not ``-fps_mode``."""
+    version = ffmpeg_version()
+    return version is not None and version < (5, 1)
+
+
+class Planner:
+    def __init__(self, cfg: Config, models: LoadedModels, faces: SourceFaces,
+                 hashes: FileHashes) -> None:
+        self.cfg = cfg
+        self.models = models
+        self.faces = faces
+        self.hashes = hashes
+        self._hw: dict[str, bool] | None = None
+
+    def identity(self, job: Job, *, vfr: bool) -> Identity:
+        sha = self.hashes.sha
+        ref = self.faces.reference_path(job.source)
+        return Identity(target_sha256=sha(job.target), source_sha256=sha(job.source),
+                        reference_sha256=sha(ref) if ref is not None else None,
+                        models={e.name: e.sha256 for e in self.models.entries()},
+                        versions=versions.keyed(vfr=vfr, mark=self.cfg.mark.enabled))
+
+    def plan(self, job: Job) -> RenderPlan:
+        """Probe the target, count its frames and plan the render; nothing is written."""
+        return self.prepare(job)[0]
+
+    def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
+        check_pix_fmt(self.cfg.encode.pix_fmt)
+        info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
+                                       content_sha256=lambda: self.hashes.sha(job.target))
+        if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
+            raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
+        if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:
+            raise UsageError(f"output {job.output} is a video but target {job.target} is an image")
+        if not times.cfr and shutil.which("mkvmerge") is None:
+            raise RenderFailed(f"target {job.target} has a variable frame rate: keeping its frame "
+                               f"times needs mkvmerge (install mkvtoolnix)")
+        output = job.output.absolute()
+        metadata: list[tuple[str, str]] = []
+        if self.cfg.mark.enabled and not info.is_image:
+            metadata = marking.metadata_pairs(__version__, ffargs.output_format(output)[1])
+        plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
+                           info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
+                           legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware())
+        return plan, info
+
+    def hardware(self) -> dict[str, bool]:
+        """What of NVENC / NVDEC the config asks for works here; each fallback said once."""
+        if self._hw is None:
+            cfg, hw = self.cfg, {}
+            if cfg.encode.codec in SOFTWARE_FALLBACK:
+                hw[cfg.encode.codec] = hw_works(cfg.encode.codec)
+                if not hw[cfg.encode.codec]:
+                    log.warning("%s is not available here (no NVENC on this GPU or driver): "
+                                "encoding with %s", cfg.encode.codec,
+                                SOFTWARE_FALLBACK[cfg.encode.codec])
+            if cfg.decode.hwaccel != "none":
+                hw["cuda"] = hw_works("cuda")
+                if not hw["cuda"] and cfg.decode.hwaccel == "cuda":
+                    log.warning("decode.hwaccel=cuda: no CUDA device for NVDEC here: decoding in "
+                                "software")
+            self._hw = hw
+        return self._hw
+
+    def up_to_date(self, job: Job) -> bool:
+        """The output exists, is what its report says, and the report has this render's key."""
+        out = job.output
+        rep = report.report_path(out.absolute())
+        if not out.is_file() or not rep.is_file():
+            return False
+        try:
+            data = json.loads(rep.read_text())
+            recorded_key = data["job_key"]
+            recorded_sha = data["output"]["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if data.get("status") != "done":
+            return False
+        plan = self.plan(job)
+        return plan.key == recorded_key and self.hashes.sha(out) == recorded_sha
