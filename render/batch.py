@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 from . import report
 from .config import Config
 from .errors import MediaError, RenderError, RenderFailed, UsageError
-from .execute import AlreadyDone
+from .work_folder import AlreadyDone
 from .interrupts import StopToken
 from .jobs import Job, plan_jobs
 from .lock import DeviceLock, detect_device, lock_needed

@@ -9,7 +9,8 @@ from typing import Mapping
 from .batch import device_lock
 from .config import Config
 from .errors import RenderFailed, UsageError
-from .execute import AlreadyDone, ExecResult
+from .execute import ExecResult
+from .work_folder import AlreadyDone
 from .interrupts import StopToken
 from .jobs import single_job
 from .plan import shard_of, shard_segments

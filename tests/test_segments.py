@@ -459,28 +459,28 @@ def test_disk_full_that_ffmpeg_reports_with_exit_0_is_exit_5_naming_the_folder(
 
 
 def test_the_finished_segment_is_copied_where_there_are_no_hard_links(tmp_path, monkeypatch):
-    from render import execute
+    from render import assembly
     from render.errors import RenderFailed
 
     src, dst = tmp_path / "seg-0000.mp4", tmp_path / "out.tmp-h-1.mp4"
     src.write_bytes(b"finished file")
-    execute._link_or_copy(src, dst, "assembling out.mp4")
+    assembly._link_or_copy(src, dst, "assembling out.mp4")
     assert dst.read_bytes() == b"finished file" and os.path.samefile(src, dst)
-    execute._link_or_copy(src, dst, "assembling out.mp4")     # a temp left by this process: replaced
+    assembly._link_or_copy(src, dst, "assembling out.mp4")     # a temp left by this process: replaced
     assert os.path.samefile(src, dst)
     dst.unlink()
 
     def no_links(a, b):
         raise PermissionError(1, "Operation not permitted")
-    monkeypatch.setattr(execute.os, "link", no_links)
-    execute._link_or_copy(src, dst, "assembling out.mp4")
+    monkeypatch.setattr(assembly.os, "link", no_links)
+    assembly._link_or_copy(src, dst, "assembling out.mp4")
     assert dst.read_bytes() == b"finished file" and not os.path.samefile(src, dst)
 
     def no_room(a, b):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(execute.shutil, "copyfile", no_room)
+    monkeypatch.setattr(assembly.shutil, "copyfile", no_room)
     with pytest.raises(RenderFailed, match="^assembling out.mp4: cannot copy seg-0000.mp4: No space"):
-        execute._link_or_copy(src, dst, "assembling out.mp4")
+        assembly._link_or_copy(src, dst, "assembling out.mp4")
 
 
 # -- timing and containers ------------------------------------------------------------------------
