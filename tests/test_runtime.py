@@ -7,7 +7,8 @@ import pytest
 
 from render.config import load_config
 from render.errors import ModelError
-from render.runtime import STRATEGIES, LazySession, Preload, SessionFactory, strategy, trt_cache_dir
+from render.memory import STRATEGIES, strategy
+from render.runtime import LazySession, Preload, SessionFactory, trt_cache_dir
 
 ALL = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
@@ -52,17 +53,6 @@ def test_high_strategy_options(tmp_path):
     assert cuda["cudnn_conv_algo_search"] == "EXHAUSTIVE" and "gpu_mem_limit" not in cuda
     assert f.session_options().enable_cpu_mem_arena is True
     assert strategy(load_config({"profile": "high"}, env={}).execution).release_idle_models is False
-
-
-def test_explicit_values_override_the_strategy(tmp_path):
-    cfg = load_config({"profile": "low", "execution.frames_in_flight": "0",
-                       "execution.batch_size": "0", "execution.gpu_mem_limit_mb": "1000"}, env={})
-    s = strategy(cfg.execution)
-    assert s.frames_in_flight == STRATEGIES["low"].frames_in_flight
-    assert s.batch_size == STRATEGIES["low"].batch_size and s.gpu_mem_limit_mb == 1000
-    cfg = load_config({"profile": "low", "execution.memory_strategy": "high",
-                       "execution.frames_in_flight": "0"}, env={})
-    assert strategy(cfg.execution).frames_in_flight == STRATEGIES["high"].frames_in_flight
 
 
 def test_trt_cache_is_keyed_by_gpu_ort_and_trt_versions(tmp_path):
@@ -214,29 +204,6 @@ def test_io_binding_runs_and_falls_back_to_plain_runs_with_one_line(tmp_path, ca
     assert lazy.io_binding is False and lazy.calls == 3
     lines = [r.getMessage() for r in caplog.records if "I/O binding" in r.getMessage()]
     assert len(lines) == 1 and "plain runs from now on" in lines[0]
-
-
-def test_tune_allocator_serves_frame_sized_blocks_from_the_heap():
-    """After tune_allocator, allocating and freeing 3 MB frames again and again faults no new pages
-    (glibc's default maps each such block afresh and faults every page of it in)."""
-    import subprocess
-    import sys
-    code = """
-import resource, numpy as np
-from render.runtime import tune_allocator
-def faults():
-    m0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(40):
-        a = np.empty(1_000_000 * 3 - 7, np.uint8); a[::4096] = 1; del a
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - m0
-before = faults()
-assert tune_allocator()
-faults()
-print(before, faults())
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    before, after = map(int, out.stdout.split())
-    assert before >= 40 and after < 10, (before, after)   # before: at least one fault per frame
 
 
 # -- saved optimised graphs (render.graphcache) --------------------------------------------------

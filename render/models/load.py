@@ -16,11 +16,11 @@ from ..config import Config, required_models
 from ..errors import ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
+from ..memory import StrategySettings, strategy, tune_allocator
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel
 from ..processors.steps import SECTIONS, chain_steps
-from ..runtime import (LazySession, Preload, SessionFactory, StrategySettings, ThreadPolicy,
-                       strategy, tune_allocator)
+from ..runtime import LazySession, Preload, SessionFactory, ThreadPolicy
 from .manifest import ModelEntry, load_manifest
 from .store import ModelStore, default_stamp_dir
 
