@@ -132,7 +132,7 @@ def test_importing_render_turns_ort_telemetry_off():
 
 def test_threads_start_with_every_cpu_and_can_be_fixed(tmp_path):
     import os
-    from render.runtime import cpu_count, default_threads
+    from render.threads import cpu_count, default_threads
     cpus = len(os.sched_getaffinity(0))
     assert cpu_count() == cpus and default_threads() == max(1, cpus // 2)
     assert _factory(tmp_path).session_options().intra_op_num_threads == cpus

@@ -20,7 +20,8 @@ from ..memory import StrategySettings, strategy, tune_allocator
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel
 from ..processors.steps import SECTIONS, chain_steps
-from ..runtime import LazySession, Preload, SessionFactory, ThreadPolicy
+from ..runtime import LazySession, Preload, SessionFactory
+from ..threads import ThreadPolicy
 from .manifest import ModelEntry, load_manifest
 from .store import ModelStore, default_stamp_dir
 
