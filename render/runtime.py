@@ -6,9 +6,6 @@ module keeps no state between renders.
 from __future__ import annotations
 
 import logging
-import re
-import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -18,6 +15,7 @@ import onnxruntime as ort
 
 from .config import Execution
 from .errors import Interrupted, ModelError
+from .gpus import gpu_identity
 from .graphcache import DATA as GRAPH_DATA
 from .graphcache import GraphCache
 from .memory import strategy
@@ -51,20 +49,6 @@ _GRAPH_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
-
-
-def gpu_identity() -> str:
-    """'<gpu name>-sm<major><minor>' of GPU 0, for keying TensorRT caches; 'unknown-gpu' if none."""
-    exe = shutil.which("nvidia-smi")
-    if exe:
-        try:
-            out = subprocess.run([exe, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=10, check=True).stdout
-            name, cap = [s.strip() for s in out.splitlines()[0].split(",")][:2]
-            return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-sm{cap.replace('.', '')}")
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-            pass
-    return "unknown-gpu"
 
 
 def tensorrt_version() -> str:
