@@ -37,7 +37,7 @@ from .face_stage import FaceStage
 from .pipeline import StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
-from .runtime import Preload
+from .sessions import Preload
 from .threads import ThreadPolicy
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import pytest
 from render.config import load_config
 from render.errors import ModelError
 from render.memory import STRATEGIES, strategy
-from render.runtime import LazySession, Preload, SessionFactory, trt_cache_dir
+from render.sessions import LazySession, Preload, SessionFactory, trt_cache_dir
 
 ALL = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
@@ -350,7 +350,7 @@ def test_graph_cache_keeps_its_entry_through_a_sigterm_or_a_read_only_stamp(tmp_
     import shutil
 
     import render.graphcache as graphcache
-    import render.runtime as runtime
+    import render.sessions as sessions
     from render.errors import Interrupted
 
     cpu = ["CPUExecutionProvider"]
@@ -363,7 +363,7 @@ def test_graph_cache_keeps_its_entry_through_a_sigterm_or_a_read_only_stamp(tmp_
     with monkeypatch.context() as m:
         def interrupted(*a, **k):
             raise Interrupted("terminated")
-        m.setattr(runtime.ort, "InferenceSession", interrupted)
+        m.setattr(sessions.ort, "InferenceSession", interrupted)
         with pytest.raises(Interrupted):
             f.create(model, fp16=fp16, sha256=sha)
     assert (entry / "stamp.json").is_file() and (entry / "graph.data").is_file()
@@ -402,7 +402,7 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
     import numpy as np
     import onnxruntime as ort
 
-    import render.runtime as runtime
+    import render.sessions as sessions
 
     path = _identity_model(tmp_path / "relu.onnx")
     real = ort.InferenceSession
@@ -414,7 +414,7 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
             raise RuntimeError(f"{providers[0]}: CUDA failure 2: out of memory\nsecond line")
         return real(model, sess_options=sess_options, providers=providers, **kw)
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", gpu_out_of_memory)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", gpu_out_of_memory)
     caplog.set_level(logging.INFO, logger="render")
     f = _factory(tmp_path, available=ALL, profile="moderate")
     session = f.create(path)
@@ -435,14 +435,14 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
         seen.append(("bad", k))
         raise InvalidProtobuf("[ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Load model failed")
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", bad_file)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", bad_file)
     seen.clear()
     caplog.clear()
     with pytest.raises(ModelError, match="cannot load model .*relu.onnx: .*INVALID_PROTOBUF"):
         f.create(path)
     assert len(seen) == 1 and not [r for r in caplog.records if r.levelno >= logging.WARNING]
     # the last provider failing is the ModelError, with its reason
-    monkeypatch.setattr(runtime.ort, "InferenceSession", lambda *a, **k: (_ for _ in ()).throw(
+    monkeypatch.setattr(sessions.ort, "InferenceSession", lambda *a, **k: (_ for _ in ()).throw(
         RuntimeError("no memory at all")))
     with pytest.raises(ModelError, match="relu.onnx: no memory at all"):
         _factory(tmp_path, available=ALL, **{"execution.providers": "cpu"}).create(path)
@@ -521,7 +521,7 @@ def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_ou
     load: it only warns on stderr) is one warning line too."""
     import onnxruntime as ort
 
-    import render.runtime as runtime
+    import render.sessions as sessions
 
     path = _identity_model(tmp_path / "relu.onnx")
     real = ort.InferenceSession
@@ -535,7 +535,7 @@ def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_ou
         def get_providers(self):
             return ["CPUExecutionProvider"]
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", Session)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", Session)
     caplog.set_level(logging.INFO, logger="render")
     f = _factory(tmp_path, available=ALL, profile="low")
     f.create(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
