@@ -10,7 +10,7 @@ from .config import Execution
 
 @dataclass(frozen=True)
 class StrategySettings:
-    """What one memory strategy sets (documented as a table in the README)."""
+    """What one memory strategy sets (the table in docs/configuration.md)."""
 
     frames_in_flight: int
     batch_size: int
@@ -67,10 +67,9 @@ def tune_allocator() -> bool:
     """Keep the per-frame buffers (frames, crops, tensors, ONNX Runtime's scratch when its arena is
     off) in the C heap, to be reused, instead of fresh ``mmap`` pages for every block over 128 KiB.
 
-    glibc's default serves each such block with a new mapping whose pages fault in on first touch
-    (a 192 KiB copy costs 112 µs that way against 6 µs from the heap), and returns it to the
-    kernel on free, so every frame paid those faults again. Process-wide and idempotent; False
-    where the C library has no ``mallopt`` (musl).
+    glibc's default serves each such block with a new mapping whose pages fault in on first touch,
+    and returns it to the kernel on free, so every frame would pay those faults again.
+    Process-wide and idempotent; False where the C library has no ``mallopt`` (musl).
     """
     try:
         mallopt = ctypes.CDLL(None).mallopt

@@ -98,7 +98,7 @@ class SessionFactory:
         so.enable_mem_pattern = self.settings.mem_pattern
         so.intra_op_num_threads = self.threads
         # Idle ORT worker threads spin by default; next to the ffmpeg children and the pipeline's
-        # own threads that burns the cores the encoder needs (bench: 0.64 → 0.81 of the floor).
+        # own threads that burns the cores the encoder needs.
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.add_session_config_entry("session.inter_op.allow_spinning", "0")
         so.log_severity_level = 3
@@ -188,10 +188,9 @@ class SessionFactory:
         """The session on the first provider in order that loads the model. A provider that
         fails (CUDA out of memory, a driver or cuDNN error) is said in one warning line, with
         ONNX Runtime's reason, and the next one is tried; a bad model file fails at once.
-        ONNX Runtime's own fallback is off: it switches to the CPU and prints why on stdout,
-        which left a model on the CPU of a GPU render with nothing in the log. A provider whose
-        libraries do not load makes no error (ONNX Runtime warns on stderr and leaves it out):
-        that too is one warning line here."""
+        ONNX Runtime's own fallback is off: it switches to the CPU and says why only on stdout,
+        never in the render's log. A provider whose libraries do not load makes no error (ONNX
+        Runtime warns on stderr and leaves it out): that too is one warning line here."""
         providers = self.provider_options(fp16=fp16, only=only)
         while True:
             try:

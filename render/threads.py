@@ -18,11 +18,10 @@ def process_threads(pid: int) -> set[int]:
 def renice_process(pid: int, nice: int) -> None:
     """Every thread of process ``pid`` at ``nice``; best effort.
 
-    On Linux a nice value belongs to a thread, and ``setpriority(PRIO_PROCESS, pid)`` sets only
-    the one whose id is ``pid``: an ffmpeg child's main thread, while its decoder's and x264's
-    worker threads, started before, kept nice 0 and went on competing with the models. Threads
-    started later inherit the value of the thread that starts them; the ones started while this
-    runs are caught by listing again until no new one appears.
+    On Linux a nice value belongs to a thread: ``setpriority(PRIO_PROCESS, pid)`` sets only the
+    one whose id is ``pid`` (an ffmpeg child's main thread, not its decoder's and encoder's
+    workers). Threads started later inherit the value of the thread that starts them; the ones
+    started while this runs are caught by listing again until no new one appears.
     """
     done: set[int] = set()
     for _ in range(4):
@@ -65,10 +64,9 @@ class ThreadPolicy:
 
     **Lanes.** When the models run on the CPU provider, the face stage swaps and enhances ``LANES``
     batches at once (``render.pipeline.stream``), each model call with ``cores // LANES`` intra-op
-    threads: two one-thread calls on two cores make 25 % more swaps per second than one
-    two-thread call (bench: the realistic swapper, 52 against 69 ms per call), and an encoder
-    taking a core slows one lane instead of stalling both halves of every call. On a GPU provider
-    there is one lane (two would double the activations in a capped arena).
+    threads: two one-thread calls make more swaps per second than one call with both threads,
+    and an encoder taking a core slows one lane instead of stalling both halves of every call.
+    On a GPU provider there is one lane (two would double the activations in a capped arena).
 
     **Who yields.** After the first ``WARMUP`` frames of a render (session creation, first-call
     allocations), over the next frames, the policy compares the CPU time of the render process
@@ -83,22 +81,20 @@ class ThreadPolicy:
       runs in the gaps;
     * otherwise (light models, or a GPU doing the inference, whose render process's CPU time is
       mostly pre- and post-processing and waits for the device, nothing that yielding the
-      encoder would speed up: on an H200 with 16 cores it measured 69-115 CPU-ms per 1080p
-      frame against ffmpeg's 16-57, and the encoder was the render's slowest stage): one lane
-      (handing batches to lane threads costs CPU that ffmpeg needs: null models 0.81 against
-      0.88 of the floor), and ONNX Runtime gets half the cores; its sessions on the CPU
-      provider are recreated with that at their next call if it changes their threads. ffmpeg
-      keeps the rest at normal priority.
+      encoder would speed up): one lane (handing batches to lane threads costs CPU that ffmpeg
+      needs), and ONNX Runtime gets half the cores; its sessions on the CPU provider are
+      recreated with that at their next call if it changes their threads. ffmpeg keeps the rest
+      at normal priority.
 
     **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
     threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
-    busy, its pool's second thread only adds hand-over cost (null models on 2 cores: the render
-    process 9.3 → 8.9 CPU-ms per frame).
+    busy, its pool's second thread only adds hand-over cost.
 
-    Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
-    ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
-    says otherwise). Neither choice changes an output's bytes (tests/test_segments.py renders
-    with the policy and with three lanes and compares SHA-256s with a one-lane render).
+    The measurements behind these choices are in bench/RESULTS.md. Decided once per render; a
+    fixed ``execution.threads`` or a single core leave it alone (one lane unless
+    ``execution.lanes`` says otherwise). Neither choice changes an output's bytes
+    (tests/test_segments.py renders with the policy and with three lanes and compares SHA-256s
+    with a one-lane render).
     """
 
     LANES = 2
