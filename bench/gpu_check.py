@@ -98,7 +98,7 @@ def per_call(models: Path, providers: list[str], batches: list[int], calls: int)
     import numpy as np
 
     from render.config import load_config
-    from render.runtime import SessionFactory
+    from render.sessions import SessionFactory
 
     cfg = load_config({"execution.providers": ",".join(providers), "profile": "moderate"}, env={})
     factory = SessionFactory(cfg.execution, cfg.cache_path)

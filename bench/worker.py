@@ -63,7 +63,7 @@ def _model_calls(renderer) -> dict[str, dict[str, float]]:
 
 
 def _ort_threads(renderer) -> int | None:
-    from render.runtime import SessionFactory
+    from render.sessions import SessionFactory
 
     factory = getattr(renderer.models, "factory", None)
     return factory.session_options().intra_op_num_threads if isinstance(factory, SessionFactory) else None
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     t_imported = time.perf_counter()
 
     if "no-spin" in spec.get("patches", ()):   # what-if experiment, see run.py --ort-no-spin
-        from render.runtime import SessionFactory
+        from render.sessions import SessionFactory
         original = SessionFactory.session_options
 
         def session_options(self):

@@ -28,7 +28,8 @@ from .media.writer import FrameWriter
 from .pipeline import StageTimes, stream
 from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
-from .runtime import Preload, ThreadPolicy
+from .sessions import Preload
+from .threads import ThreadPolicy
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,8 @@ import json
 import logging
 import os
 import re
-import shutil
 import socket
 import stat
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .errors import RenderFailed
 from .files import try_flock
+from .gpus import gpu_uuids, pick_gpu
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +107,7 @@ def detect_device(providers: Sequence[str], *, fake: str = "",
         return _CPU                      # CUDA sees no GPU at all
     if first is not None and first.startswith("MIG-"):
         return Device(id=safe_id(f"gpu-{first}"), label=f"GPU ({first})")
-    gpus = _gpus_nvml()
-    if gpus is None:
-        gpus = _gpus_nvidia_smi()
+    gpus = gpu_uuids()
     if not gpus:
         return _CPU
     gpu = pick_gpu(gpus, first)
@@ -122,73 +119,6 @@ def detect_device(providers: Sequence[str], *, fake: str = "",
 
 
 _CPU = Device(id="cpu", label="cpu")
-
-
-def pick_gpu(gpus: Sequence[tuple[int, str, str]], first_visible: str | None
-             ) -> tuple[int, str, str] | None:
-    """The (index, uuid, name) CUDA calls device 0, given CUDA_VISIBLE_DEVICES' first entry.
-
-    nvidia-smi and NVML list physical GPUs and ignore CUDA_VISIBLE_DEVICES; the entry is either
-    a physical index or a (possibly shortened) UUID.
-    """
-    if not gpus:
-        return None
-    if first_visible is None:
-        return min(gpus)
-    if first_visible.isdigit():
-        return next((g for g in gpus if g[0] == int(first_visible)), None)
-    want = first_visible if first_visible.startswith("GPU-") else f"GPU-{first_visible}"
-    return next((g for g in gpus if g[1].startswith(want)), None)
-
-
-def _gpus_nvml() -> list[tuple[int, str, str]] | None:
-    try:
-        import pynvml  # type: ignore[import-not-found]
-    except Exception:  # noqa: BLE001 - not installed
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - no driver
-        log.debug("NVML unavailable: %s", exc)
-        return None
-    try:
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            uuid, name = pynvml.nvmlDeviceGetUUID(h), pynvml.nvmlDeviceGetName(h)
-            out.append((i, _text(uuid), _text(name)))
-        return out
-    except Exception as exc:  # noqa: BLE001
-        log.debug("NVML query failed: %s", exc)
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-def _gpus_nvidia_smi() -> list[tuple[int, str, str]] | None:
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run([exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10, check=True,
-                             stdin=subprocess.DEVNULL).stdout
-        gpus = []
-        for line in out.splitlines():
-            if line.strip():
-                index, uuid, name = (s.strip() for s in line.split(",", 2))
-                gpus.append((int(index), uuid, name))
-        return gpus
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
-        log.debug("nvidia-smi failed: %s", exc)
-        return None
-
-
-def _text(v: Any) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 # --------------------------------------------------------------------------- files

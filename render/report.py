@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .execute import ExecResult
 from .files import sha256_file, write_atomic
+from .gpus import nvml_handles
 from .media.probe import MediaInfo, probe
 from .plan import RenderPlan, config_hash
 from .versions import installation
@@ -95,7 +96,7 @@ class PeakMemory:
         self.gpu_bytes: int | None = None
         self.child_bytes: int | None = None
         self._stop = threading.Event()
-        self._nvml = _nvml_handles()
+        self._nvml = nvml_handles()
         self._thread = threading.Thread(target=self._run, name="render-memory", daemon=True)
         self._thread.start()
 
@@ -156,17 +157,6 @@ def vm_hwm_bytes(pid: int | str) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
-
-
-def _nvml_handles():
-    try:
-        import pynvml  # type: ignore[import-not-found]
-
-        pynvml.nvmlInit()
-        n = pynvml.nvmlDeviceGetCount()
-        return pynvml, [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
-    except Exception:  # noqa: BLE001 - no NVML: no GPU figure
-        return None
 
 
 # -- the report ---------------------------------------------------------------------------------------

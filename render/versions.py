@@ -19,7 +19,7 @@ def _installation() -> dict[str, Any]:
     import onnxruntime as ort
 
     from .media.probe import ffmpeg_version_line, mkvmerge_version
-    from .runtime import tensorrt_version
+    from .sessions import tensorrt_version
 
     env = os.environ
     image = None

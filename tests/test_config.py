@@ -13,7 +13,7 @@ def test_profiles_load_and_differ():
     assert low.detect.size < high.detect.size == 640
     assert low.mask.type == "box" and high.mask.type == "feather"
     assert not low.enhance.enabled and high.enhance.enabled
-    from render.runtime import strategy
+    from render.memory import strategy
     assert strategy(low.execution).frames_in_flight < strategy(mod.execution).frames_in_flight \
         < strategy(high.execution).frames_in_flight
     assert low.execution.memory_strategy == "low"

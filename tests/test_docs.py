@@ -54,7 +54,7 @@ def test_configuration_page_is_generated_from_the_schema():
 
 def test_configuration_page_lists_every_key_and_strategy():
     from render.config import SCHEMA
-    from render.runtime import STRATEGIES
+    from render.memory import STRATEGIES
 
     text = (ROOT / "docs" / "configuration.md").read_text()
     missing = [k for k in SCHEMA if f"| `{k}` |" not in text]

@@ -180,7 +180,7 @@ def test_real_yunet_finds_the_astronaut():
     import onnxruntime as ort
 
     from render.faces.detect import Detector
-    from render.runtime import LazySession
+    from render.sessions import LazySession
 
     image = cv2.cvtColor(skimage_data.astronaut(), cv2.COLOR_RGB2BGR)
     session = ort.InferenceSession(str(YUNET), providers=["CPUExecutionProvider"])

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from render.errors import RenderFailed
-from render.lock import (Device, DeviceLock, LockTimeout, detect_device, holders, lock_needed,
-                         lock_path, pick_gpu)
+from render.gpus import pick_gpu
+from render.lock import Device, DeviceLock, LockTimeout, detect_device, holders, lock_needed, lock_path
 
 HELPER = Path(__file__).resolve().parent / "lock_holder.py"
 

@@ -20,7 +20,7 @@ from render.processors.base import ProcessorModel
 from render.processors.gfpgan import GfpganProcessor
 from render.processors.inswapper import InswapperProcessor
 from render.processors.steps import Step
-from render.runtime import LazySession
+from render.sessions import LazySession
 
 
 def _session(path):

@@ -12,7 +12,7 @@ from render.standins import media as mf
 from render.faces.detect import Detector
 from render.faces.embed import Embedder
 from render.faces.select import ReferenceTracks, box_iou, select_faces
-from render.runtime import LazySession
+from render.sessions import LazySession
 
 
 def _session(path: Path):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from render.runtime import ThreadPolicy, child_cpu_seconds
+from render.threads import ThreadPolicy, child_cpu_seconds
 
 BURN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"
 

@@ -12,7 +12,7 @@ import math
 import cv2
 import numpy as np
 
-from ..runtime import LazySession
+from ..sessions import LazySession
 from .types import Face
 
 STRIDES = (8, 16, 32)

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cache import load_array, save_array
-from ..runtime import LazySession
+from ..sessions import LazySession
 from . import align
 from .types import Face
 

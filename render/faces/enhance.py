@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from ..runtime import LazySession
+from ..sessions import LazySession
 from .blob import owned_float32, signed_input, to_bgr_nhwc, to_rgb_nchw
 from .swap import input_dtype
 

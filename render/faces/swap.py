@@ -7,7 +7,7 @@ import numpy as np
 
 from ..cache import load_array, save_array
 from ..errors import ModelError
-from ..runtime import LazySession
+from ..sessions import LazySession
 from .blob import unit_input, unit_output
 
 _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}

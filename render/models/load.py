@@ -2,7 +2,7 @@
 
 Used by the renderer, the web page's face check (``load_detector``) and the report. Every model a
 config needs is verified against its pin before any frame is decoded; sessions are created on
-their first call (``runtime.LazySession``).
+their first call (``sessions.LazySession``).
 """
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from ..config import Config, required_models
 from ..errors import ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
+from ..memory import StrategySettings, strategy, tune_allocator
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel
 from ..processors.steps import SECTIONS, chain_steps
-from ..runtime import (LazySession, Preload, SessionFactory, StrategySettings, ThreadPolicy,
-                       strategy, tune_allocator)
+from ..sessions import LazySession, Preload, SessionFactory
+from ..threads import ThreadPolicy
 from .manifest import ModelEntry, load_manifest
 from .store import ModelStore, default_stamp_dir
 

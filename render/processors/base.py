@@ -9,7 +9,7 @@ import numpy as np
 
 from ..faces.swap import accepts_batch
 from ..models.manifest import ModelEntry
-from ..runtime import LazySession
+from ..sessions import LazySession
 from .steps import Step
 
 #: crops in, crops out: (N, size, size, 3) BGR uint8 both

@@ -304,7 +304,7 @@ class FaceFinder:
 
     def _detector(self, cfg):
         from ..models.load import load_detector, model_store
-        from ..runtime import SessionFactory
+        from ..sessions import SessionFactory
 
         key = (str(cfg.models_dir), tuple(cfg.models.manifest), cfg.detect.model, cfg.detect.size,
                cfg.detect.score, cfg.detect.nms)

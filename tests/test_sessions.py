@@ -7,7 +7,8 @@ import pytest
 
 from render.config import load_config
 from render.errors import ModelError
-from render.runtime import STRATEGIES, LazySession, Preload, SessionFactory, strategy, trt_cache_dir
+from render.memory import STRATEGIES, strategy
+from render.sessions import LazySession, Preload, SessionFactory, trt_cache_dir
 
 ALL = ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
 
@@ -52,17 +53,6 @@ def test_high_strategy_options(tmp_path):
     assert cuda["cudnn_conv_algo_search"] == "EXHAUSTIVE" and "gpu_mem_limit" not in cuda
     assert f.session_options().enable_cpu_mem_arena is True
     assert strategy(load_config({"profile": "high"}, env={}).execution).release_idle_models is False
-
-
-def test_explicit_values_override_the_strategy(tmp_path):
-    cfg = load_config({"profile": "low", "execution.frames_in_flight": "0",
-                       "execution.batch_size": "0", "execution.gpu_mem_limit_mb": "1000"}, env={})
-    s = strategy(cfg.execution)
-    assert s.frames_in_flight == STRATEGIES["low"].frames_in_flight
-    assert s.batch_size == STRATEGIES["low"].batch_size and s.gpu_mem_limit_mb == 1000
-    cfg = load_config({"profile": "low", "execution.memory_strategy": "high",
-                       "execution.frames_in_flight": "0"}, env={})
-    assert strategy(cfg.execution).frames_in_flight == STRATEGIES["high"].frames_in_flight
 
 
 def test_trt_cache_is_keyed_by_gpu_ort_and_trt_versions(tmp_path):
@@ -142,7 +132,7 @@ def test_importing_render_turns_ort_telemetry_off():
 
 def test_threads_start_with_every_cpu_and_can_be_fixed(tmp_path):
     import os
-    from render.runtime import cpu_count, default_threads
+    from render.threads import cpu_count, default_threads
     cpus = len(os.sched_getaffinity(0))
     assert cpu_count() == cpus and default_threads() == max(1, cpus // 2)
     assert _factory(tmp_path).session_options().intra_op_num_threads == cpus
@@ -214,29 +204,6 @@ def test_io_binding_runs_and_falls_back_to_plain_runs_with_one_line(tmp_path, ca
     assert lazy.io_binding is False and lazy.calls == 3
     lines = [r.getMessage() for r in caplog.records if "I/O binding" in r.getMessage()]
     assert len(lines) == 1 and "plain runs from now on" in lines[0]
-
-
-def test_tune_allocator_serves_frame_sized_blocks_from_the_heap():
-    """After tune_allocator, allocating and freeing 3 MB frames again and again faults no new pages
-    (glibc's default maps each such block afresh and faults every page of it in)."""
-    import subprocess
-    import sys
-    code = """
-import resource, numpy as np
-from render.runtime import tune_allocator
-def faults():
-    m0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(40):
-        a = np.empty(1_000_000 * 3 - 7, np.uint8); a[::4096] = 1; del a
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - m0
-before = faults()
-assert tune_allocator()
-faults()
-print(before, faults())
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    before, after = map(int, out.stdout.split())
-    assert before >= 40 and after < 10, (before, after)   # before: at least one fault per frame
 
 
 # -- saved optimised graphs (render.graphcache) --------------------------------------------------
@@ -383,7 +350,7 @@ def test_graph_cache_keeps_its_entry_through_a_sigterm_or_a_read_only_stamp(tmp_
     import shutil
 
     import render.graphcache as graphcache
-    import render.runtime as runtime
+    import render.sessions as sessions
     from render.errors import Interrupted
 
     cpu = ["CPUExecutionProvider"]
@@ -396,7 +363,7 @@ def test_graph_cache_keeps_its_entry_through_a_sigterm_or_a_read_only_stamp(tmp_
     with monkeypatch.context() as m:
         def interrupted(*a, **k):
             raise Interrupted("terminated")
-        m.setattr(runtime.ort, "InferenceSession", interrupted)
+        m.setattr(sessions.ort, "InferenceSession", interrupted)
         with pytest.raises(Interrupted):
             f.create(model, fp16=fp16, sha256=sha)
     assert (entry / "stamp.json").is_file() and (entry / "graph.data").is_file()
@@ -435,7 +402,7 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
     import numpy as np
     import onnxruntime as ort
 
-    import render.runtime as runtime
+    import render.sessions as sessions
 
     path = _identity_model(tmp_path / "relu.onnx")
     real = ort.InferenceSession
@@ -447,7 +414,7 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
             raise RuntimeError(f"{providers[0]}: CUDA failure 2: out of memory\nsecond line")
         return real(model, sess_options=sess_options, providers=providers, **kw)
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", gpu_out_of_memory)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", gpu_out_of_memory)
     caplog.set_level(logging.INFO, logger="render")
     f = _factory(tmp_path, available=ALL, profile="moderate")
     session = f.create(path)
@@ -468,14 +435,14 @@ def test_a_failing_gpu_provider_falls_back_with_one_line_and_a_bad_model_does_no
         seen.append(("bad", k))
         raise InvalidProtobuf("[ONNXRuntimeError] : 7 : INVALID_PROTOBUF : Load model failed")
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", bad_file)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", bad_file)
     seen.clear()
     caplog.clear()
     with pytest.raises(ModelError, match="cannot load model .*relu.onnx: .*INVALID_PROTOBUF"):
         f.create(path)
     assert len(seen) == 1 and not [r for r in caplog.records if r.levelno >= logging.WARNING]
     # the last provider failing is the ModelError, with its reason
-    monkeypatch.setattr(runtime.ort, "InferenceSession", lambda *a, **k: (_ for _ in ()).throw(
+    monkeypatch.setattr(sessions.ort, "InferenceSession", lambda *a, **k: (_ for _ in ()).throw(
         RuntimeError("no memory at all")))
     with pytest.raises(ModelError, match="relu.onnx: no memory at all"):
         _factory(tmp_path, available=ALL, **{"execution.providers": "cpu"}).create(path)
@@ -554,7 +521,7 @@ def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_ou
     load: it only warns on stderr) is one warning line too."""
     import onnxruntime as ort
 
-    import render.runtime as runtime
+    import render.sessions as sessions
 
     path = _identity_model(tmp_path / "relu.onnx")
     real = ort.InferenceSession
@@ -568,7 +535,7 @@ def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_ou
         def get_providers(self):
             return ["CPUExecutionProvider"]
 
-    monkeypatch.setattr(runtime.ort, "InferenceSession", Session)
+    monkeypatch.setattr(sessions.ort, "InferenceSession", Session)
     caplog.set_level(logging.INFO, logger="render")
     f = _factory(tmp_path, available=ALL, profile="low")
     f.create(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])

@@ -5,15 +5,9 @@ module keeps no state between renders.
 """
 from __future__ import annotations
 
-import ctypes
 import logging
-import os
-import re
-import shutil
-import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,8 +15,11 @@ import onnxruntime as ort
 
 from .config import Execution
 from .errors import Interrupted, ModelError
+from .gpus import gpu_identity
 from .graphcache import DATA as GRAPH_DATA
 from .graphcache import GraphCache
+from .memory import strategy
+from .threads import cpu_count
 
 log = logging.getLogger(__name__)
 
@@ -52,270 +49,6 @@ _GRAPH_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
-
-
-@dataclass(frozen=True)
-class StrategySettings:
-    """What one memory strategy sets (documented as a table in the README)."""
-
-    frames_in_flight: int
-    batch_size: int
-    gpu_mem_limit_mb: int          # 0 = no cap
-    arena_extend_strategy: str     # CUDA arena growth
-    cudnn_conv_algo_search: str
-    cpu_mem_arena: bool
-    mem_pattern: bool
-    trt_workspace_mb: int
-    release_idle_models: bool      # drop the embedder after the source embedding, etc.
-
-
-STRATEGIES: dict[str, StrategySettings] = {
-    "low": StrategySettings(frames_in_flight=4, batch_size=1, gpu_mem_limit_mb=2560,
-                            arena_extend_strategy="kSameAsRequested",
-                            cudnn_conv_algo_search="HEURISTIC", cpu_mem_arena=False,
-                            mem_pattern=False, trt_workspace_mb=1024, release_idle_models=True),
-    "moderate": StrategySettings(frames_in_flight=8, batch_size=4, gpu_mem_limit_mb=0,
-                                 arena_extend_strategy="kSameAsRequested",
-                                 cudnn_conv_algo_search="HEURISTIC", cpu_mem_arena=True,
-                                 mem_pattern=True, trt_workspace_mb=2048, release_idle_models=True),
-    "high": StrategySettings(frames_in_flight=16, batch_size=8, gpu_mem_limit_mb=0,
-                             arena_extend_strategy="kNextPowerOfTwo",
-                             cudnn_conv_algo_search="EXHAUSTIVE", cpu_mem_arena=True,
-                             mem_pattern=True, trt_workspace_mb=4096, release_idle_models=False),
-}
-
-
-def strategy(execution: Execution) -> StrategySettings:
-    """The strategy's settings with the profile's explicit values (non-zero) taking precedence."""
-    base = STRATEGIES[execution.memory_strategy]
-    return StrategySettings(
-        frames_in_flight=execution.frames_in_flight or base.frames_in_flight,
-        batch_size=execution.batch_size or base.batch_size,
-        gpu_mem_limit_mb=execution.gpu_mem_limit_mb or base.gpu_mem_limit_mb,
-        arena_extend_strategy=base.arena_extend_strategy,
-        cudnn_conv_algo_search=base.cudnn_conv_algo_search,
-        cpu_mem_arena=base.cpu_mem_arena,
-        mem_pattern=base.mem_pattern,
-        trt_workspace_mb=execution.trt_workspace_mb or base.trt_workspace_mb,
-        release_idle_models=base.release_idle_models,
-    )
-
-
-#: glibc mallopt() parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-#: blocks below this come from the heap and are reused; glibc's largest allowed value on 64-bit
-HEAP_BLOCK_MAX = 32 << 20
-#: free memory at the top of the heap kept for reuse rather than handed back to the kernel
-HEAP_KEEP = 256 << 20
-
-
-def tune_allocator() -> bool:
-    """Keep the per-frame buffers (frames, crops, tensors, ONNX Runtime's scratch when its arena is
-    off) in the C heap, to be reused, instead of fresh ``mmap`` pages for every block over 128 KiB.
-
-    glibc's default serves each such block with a new mapping whose pages fault in on first touch
-    (a 192 KiB copy costs 112 µs that way against 6 µs from the heap), and returns it to the
-    kernel on free, so every frame paid those faults again. Process-wide and idempotent; False
-    where the C library has no ``mallopt`` (musl).
-    """
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_MAX)) and \
-        bool(mallopt(_M_TRIM_THRESHOLD, HEAP_KEEP))
-
-
-def process_threads(pid: int) -> set[int]:
-    """The thread ids of process ``pid`` (/proc/PID/task); {pid} where they cannot be listed."""
-    try:
-        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
-    except (OSError, ValueError):
-        return {pid}
-
-
-def renice_process(pid: int, nice: int) -> None:
-    """Every thread of process ``pid`` at ``nice``; best effort.
-
-    On Linux a nice value belongs to a thread, and ``setpriority(PRIO_PROCESS, pid)`` sets only
-    the one whose id is ``pid``: an ffmpeg child's main thread, while its decoder's and x264's
-    worker threads, started before, kept nice 0 and went on competing with the models. Threads
-    started later inherit the value of the thread that starts them; the ones started while this
-    runs are caught by listing again until no new one appears.
-    """
-    done: set[int] = set()
-    for _ in range(4):
-        todo = process_threads(pid) - done
-        if not todo:
-            return
-        for tid in todo:
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except (OSError, AttributeError):
-                pass
-        done |= todo
-
-
-def cpu_count() -> int:
-    """The CPUs this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 2
-
-
-def default_threads() -> int:
-    """Half the CPUs this process may use: what ONNX Runtime gets when ffmpeg is the busier side."""
-    return max(1, cpu_count() // 2)
-
-
-def child_cpu_seconds(pid: int) -> float | None:
-    """CPU seconds (user + system) a live child has used so far (/proc/PID/stat), None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class ThreadPolicy:
-    """How the cores are shared between ONNX Runtime's models and ffmpeg (``execution.threads=0``).
-
-    **Lanes.** When the models run on the CPU provider, the face stage swaps and enhances ``LANES``
-    batches at once (``render.pipeline.stream``), each model call with ``cores // LANES`` intra-op
-    threads: two one-thread calls on two cores make 25 % more swaps per second than one
-    two-thread call (bench: the realistic swapper, 52 against 69 ms per call), and an encoder
-    taking a core slows one lane instead of stalling both halves of every call. On a GPU provider
-    there is one lane (two would double the activations in a capped arena).
-
-    **Who yields.** After the first ``WARMUP`` frames of a render (session creation, first-call
-    allocations), over the next frames, the policy compares the CPU time of the render process
-    (the models, their pre- and post-processing, the pipes) with that of the ffmpeg decoder and
-    encoder. The window closes after ``WINDOW`` frames, or sooner, once it holds ``MIN_FRAMES``
-    frames and ``MIN_CPU_S`` CPU-seconds: real models decide within a few frames, light ones take
-    the longer window they need for a steady figure:
-
-    * the models run on the CPU provider and use at least ``MODELS_FIRST`` times ffmpeg's CPU
-      (real models): they keep their threads, and the ffmpeg children step back (nice
-      ``NICE``), so that no ONNX Runtime thread waits for an encoder holding its core; ffmpeg
-      runs in the gaps;
-    * otherwise (light models, or a GPU doing the inference, whose render process's CPU time is
-      mostly pre- and post-processing and waits for the device, nothing that yielding the
-      encoder would speed up: on an H200 with 16 cores it measured 69-115 CPU-ms per 1080p
-      frame against ffmpeg's 16-57, and the encoder was the render's slowest stage): one lane
-      (handing batches to lane threads costs CPU that ffmpeg needs: null models 0.81 against
-      0.88 of the floor), and ONNX Runtime gets half the cores; its sessions on the CPU
-      provider are recreated with that at their next call if it changes their threads. ffmpeg
-      keeps the rest at normal priority.
-
-    **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
-    threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
-    busy, its pool's second thread only adds hand-over cost (null models on 2 cores: the render
-    process 9.3 → 8.9 CPU-ms per frame).
-
-    Measured with ``bench/run.py`` (README, Performance). Decided once per render; a fixed
-    ``execution.threads`` or a single core leave it alone (one lane unless ``execution.lanes``
-    says otherwise). Neither choice changes an output's bytes (tests/test_segments.py renders
-    with the policy and with three lanes and compares SHA-256s with a one-lane render).
-    """
-
-    LANES = 2
-    WARMUP = 2
-    WINDOW = 16
-    MIN_FRAMES = 3
-    MIN_CPU_S = 0.5
-    MODELS_FIRST = 1.5
-    NICE = 19
-
-    def __init__(self, fixed: int, cores: int | None = None, *, lanes: int = 0,
-                 on_cpu: bool | Callable[[], bool] = True) -> None:
-        self.cores = cores or cpu_count()
-        auto = not fixed and self.cores >= 2
-        #: where the models run: asked again when the window closes, since a GPU provider that
-        #: failed (at creation or in a call) leaves them on the CPU (render.app.Models.on_cpu)
-        self._on_cpu: Callable[[], bool] = on_cpu if callable(on_cpu) else (lambda: on_cpu)
-        self.on_cpu = self._on_cpu()
-        #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
-        self.lanes = lanes or (self.LANES if auto and self.on_cpu else 1)
-        self._lanes_fixed = bool(lanes)
-        #: ONNX Runtime's intra-op threads per model call
-        self.threads = fixed or max(1, self.cores // self.lanes)
-        self.ffmpeg_nice = 0
-        self.decided = bool(fixed) or self.cores < 2
-        self.reason = f"execution.threads={fixed}" if fixed else \
-            ("one core" if self.cores < 2 else "undecided")
-        self._frames = 0
-        self._at = 0
-        self._start: tuple[float, float] | None = None
-
-    def observe(self, frames: int, children: list[int]) -> int | None:
-        """``frames`` more frames were processed while ``children`` (the ffmpeg pids) ran; returns
-        ONNX Runtime's new thread count when the policy lowers it, else None (``ffmpeg_nice``
-        says how the children should run)."""
-        if self.decided:
-            return None
-        self._frames += frames
-        if self._frames < self.WARMUP:
-            return None
-        cpu = [child_cpu_seconds(pid) for pid in children]
-        if not cpu or any(c is None for c in cpu):
-            return None
-        now = (time.process_time(), sum(c for c in cpu if c is not None))
-        if self._start is None:
-            self._start, self._at = now, self._frames
-            return None
-        n = self._frames - self._at
-        own, ffmpeg = now[0] - self._start[0], now[1] - self._start[1]
-        if n < self.WINDOW and (n < self.MIN_FRAMES or own + ffmpeg < self.MIN_CPU_S):
-            return None
-        self.decided = True
-        self.on_cpu = self._on_cpu()
-        figures = f"render {own * 1000 / n:.0f} CPU-ms/frame, ffmpeg {ffmpeg * 1000 / n:.0f}"
-        if self.on_cpu and own >= self.MODELS_FIRST * ffmpeg:
-            self.ffmpeg_nice = self.NICE
-            self.reason = (f"{figures}: ONNX Runtime keeps {self.lanes} lane(s) × {self.threads} "
-                           f"thread(s) on {self.cores} cores, ffmpeg at nice {self.NICE}")
-            return None
-        if not self._lanes_fixed:
-            self.lanes = 1
-        threads = max(1, self.cores // 2 // self.lanes)
-        self.reason = f"{figures}: ONNX Runtime gets {threads * self.lanes} of {self.cores} cores"
-        if threads == self.threads:
-            return None
-        self.threads = threads
-        return threads
-
-    def restart(self) -> None:
-        """A new segment: its ffmpeg children are new processes, so the window starts again."""
-        self._start = None
-
-    def renice(self, children: list[int]) -> None:
-        """Run ``children`` (ffmpeg pids), every thread of them, at ``ffmpeg_nice``; best effort
-        (a child may be gone)."""
-        if not self.ffmpeg_nice:
-            return
-        for pid in children:
-            renice_process(pid, self.ffmpeg_nice)
-
-    def summary(self) -> dict[str, Any]:
-        return {"onnxruntime_threads": self.threads, "lanes": self.lanes, "cores": self.cores,
-                "ffmpeg_nice": self.ffmpeg_nice, "why": self.reason}
-
-
-def gpu_identity() -> str:
-    """'<gpu name>-sm<major><minor>' of GPU 0, for keying TensorRT caches; 'unknown-gpu' if none."""
-    exe = shutil.which("nvidia-smi")
-    if exe:
-        try:
-            out = subprocess.run([exe, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=10, check=True).stdout
-            name, cap = [s.strip() for s in out.splitlines()[0].split(",")][:2]
-            return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-sm{cap.replace('.', '')}")
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-            pass
-    return "unknown-gpu"
 
 
 def tensorrt_version() -> str:
@@ -365,7 +98,7 @@ class SessionFactory:
         so.enable_mem_pattern = self.settings.mem_pattern
         so.intra_op_num_threads = self.threads
         # Idle ORT worker threads spin by default; next to the ffmpeg children and the pipeline's
-        # own threads that burns the cores the encoder needs (bench: 0.64 → 0.81 of the floor).
+        # own threads that burns the cores the encoder needs.
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.add_session_config_entry("session.inter_op.allow_spinning", "0")
         so.log_severity_level = 3
@@ -455,10 +188,9 @@ class SessionFactory:
         """The session on the first provider in order that loads the model. A provider that
         fails (CUDA out of memory, a driver or cuDNN error) is said in one warning line, with
         ONNX Runtime's reason, and the next one is tried; a bad model file fails at once.
-        ONNX Runtime's own fallback is off: it switches to the CPU and prints why on stdout,
-        which left a model on the CPU of a GPU render with nothing in the log. A provider whose
-        libraries do not load makes no error (ONNX Runtime warns on stderr and leaves it out):
-        that too is one warning line here."""
+        ONNX Runtime's own fallback is off: it switches to the CPU and says why only on stdout,
+        never in the render's log. A provider whose libraries do not load makes no error (ONNX
+        Runtime warns on stderr and leaves it out): that too is one warning line here."""
         providers = self.provider_options(fp16=fp16, only=only)
         while True:
             try:
