@@ -83,12 +83,10 @@ class Executor:
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
                  frames_in_flight: int, progress: str = "off", hooks: Hooks | None = None,
                  threads: ThreadPolicy | None = None,
-                 apply_threads: Callable[[], None] | None = None,
                  preload: Callable[[], Preload] | None = None) -> None:
         self.plan = plan
         self.preload = preload
         self.threads = threads
-        self.apply_threads = apply_threads
         self.hooks = hooks or Hooks()
         self.make_stage = make_stage
         self.frames_in_flight = frames_in_flight
@@ -237,12 +235,7 @@ class Executor:
         def watched(batch: list) -> Callable[[], None] | None:
             rest = prepare(batch)
             if not policy.decided:
-                policy.observe(len(batch), children)
-                if policy.decided:
-                    log.info("threads: %s", policy.reason)
-                    policy.renice(children)
-                    if self.apply_threads is not None:
-                        self.apply_threads()
+                policy.observe(len(batch), children)     # once decided, it applies itself
             return rest
         return watched
 

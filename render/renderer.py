@@ -92,7 +92,7 @@ class Renderer:
                                                              job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
-                        apply_threads=self.models.apply_threads, preload=self.models.preload)
+                        preload=self.models.preload)
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
                lock: Mapping[str, Any] | None = None, stop: StopToken | None = None,

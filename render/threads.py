@@ -2,9 +2,12 @@
 policy, and the /proc helpers it reads and sets the children with."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any, Callable
+
+log = logging.getLogger(__name__)
 
 
 def process_threads(pid: int) -> set[int]:
@@ -106,11 +109,14 @@ class ThreadPolicy:
     NICE = 19
 
     def __init__(self, fixed: int, cores: int | None = None, *, lanes: int = 0,
-                 on_cpu: bool | Callable[[], bool] = True) -> None:
+                 on_cpu: bool | Callable[[], bool] = True,
+                 apply: Callable[[], None] | None = None) -> None:
         self.cores = cores or cpu_count()
+        #: gives the models and OpenCV ``threads`` once the policy has decided
+        self._apply = apply
         auto = not fixed and self.cores >= 2
         #: where the models run: asked again when the window closes, since a GPU provider that
-        #: failed (at creation or in a call) leaves them on the CPU (render.app.Models.on_cpu)
+        #: failed (at creation or in a call) leaves them on the CPU (render.models.load.LoadedModels.on_cpu)
         self._on_cpu: Callable[[], bool] = on_cpu if callable(on_cpu) else (lambda: on_cpu)
         self.on_cpu = self._on_cpu()
         #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
@@ -128,10 +134,19 @@ class ThreadPolicy:
 
     def observe(self, frames: int, children: list[int]) -> int | None:
         """``frames`` more frames were processed while ``children`` (the ffmpeg pids) ran; returns
-        ONNX Runtime's new thread count when the policy lowers it, else None (``ffmpeg_nice``
-        says how the children should run)."""
+        ONNX Runtime's new thread count when the policy lowers it, else None. When it decides, it
+        applies itself: the children run at ``ffmpeg_nice`` and the models get ``threads``."""
         if self.decided:
             return None
+        threads = self._observe(frames, children)
+        if self.decided:
+            log.info("threads: %s", self.reason)
+            self.renice(children)
+            if self._apply is not None:
+                self._apply()
+        return threads
+
+    def _observe(self, frames: int, children: list[int]) -> int | None:
         self._frames += frames
         if self._frames < self.WARMUP:
             return None

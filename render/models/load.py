@@ -115,7 +115,8 @@ def load_models(cfg: Config) -> LoadedModels:
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
                            on_cpu=lambda: models.on_cpu() if models is not None else
-                           factory.providers[0] == "CPUExecutionProvider")
+                           factory.providers[0] == "CPUExecutionProvider",
+                           apply=lambda: models.apply_threads() if models is not None else None)
     factory.threads = threads.threads
     cv2.setNumThreads(threads.threads)
 
