@@ -2,10 +2,9 @@
 
 Creating a session on the CPU provider optimises the model's graph every time: constant folding
 (an fp16 model's weights become fp32 at every load), fusions, the NCHWc layout of convolutions.
-For the realistic fp16 swapper that is 1.0-2.5 s of a render's wait for its first frame, on one
-core. ONNX Runtime can save the graph it optimised (``optimized_model_filepath``, the weights as
-external data); loading that with nothing left to optimise takes 0.6 s, and the session computes
-the same outputs bit for bit (tests/test_sessions.py compares them, and a render's SHA-256 with and
+For a large model that is a noticeable part of a render's wait for its first frame. ONNX Runtime
+can save the graph it optimised (``optimized_model_filepath``, the weights as external data);
+loading that leaves nothing to optimise, and the session computes the same outputs bit for bit (tests/test_sessions.py compares them, and a render's SHA-256 with and
 without the cache).
 
 The saved graph is specific to the hardware (NCHWc blocks follow the CPU's vector width), so an

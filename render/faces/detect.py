@@ -151,8 +151,7 @@ def shrink(frame: np.ndarray, width: int, height: int) -> np.ndarray:
     """``frame`` resized to ``width`` x ``height`` for a detector.
 
     A downscale by two or more is an area average. OpenCV's general area resampling is slow on
-    a full frame (1.8 ms for 720p to 320 wide, 3.4 ms from 1080p), but its exact halving is a
-    fast SIMD 2 x 2 mean; so the frame is halved while it is at least twice the size asked (and
+    a full frame, but its exact halving is a fast SIMD 2 x 2 mean; so the frame is halved while it is at least twice the size asked (and
     its sides are even), and the rest of the way (less than 2x) is bilinear.
     """
     img = frame
