@@ -10,7 +10,7 @@ import shutil
 from . import __version__, report, versions
 from . import mark as marking
 from .config import Config
-from .errors import RenderFailed, UsageError
+from .errors import MediaError, RenderFailed, UsageError
 from .files import FileHashes
 from .jobs import Job, check_pix_fmt
 from .media import args as ffargs
@@ -52,6 +52,8 @@ class Planner:
 
     def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
         check_pix_fmt(self.cfg.encode.pix_fmt)
+        if job.target.stat().st_size == 0:      # ffprobe would say "Invalid data found"
+            raise MediaError(f"target {job.target} is empty (0 bytes)")
         info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
                                        content_sha256=lambda: self.hashes.sha(job.target))
         if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:

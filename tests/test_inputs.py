@@ -119,3 +119,17 @@ def test_two_renders_of_one_output_beside_each_other_both_succeed(workdir, stand
     assert any("skipped" in e for e in errs), errs
     assert run_cli("verify", str(out) + ".report.json").returncode == 0
     assert not [p for p in (workdir / "out").iterdir() if p.name.startswith(".")]
+
+
+def test_an_empty_target_says_so_and_a_folder_goes_on_past_it(workdir, standin_models, clip):
+    """A 0-byte target was "Invalid data found when processing input"."""
+    (workdir / "in" / "empty.mp4").write_bytes(b"")
+    keys = [*model_args(standin_models, workdir / "cache"), "progress=off", "lock.device=none"]
+    r = run_cli(*keys, f"source={workdir / 'in' / 'source.jpg'}",
+                f"target={workdir / 'in' / 'empty.mp4'}", f"output={workdir / 'out' / 'e.mp4'}")
+    assert r.returncode == 3 and r.stderr.strip().splitlines() == [
+        f"render: error: target {workdir / 'in' / 'empty.mp4'} is empty (0 bytes)"], r.stderr
+    r = run_cli(*keys, f"input_dir={workdir / 'in'}", f"output_dir={workdir / 'out'}")
+    assert r.returncode == 3 and "1 rendered, 1 failed: empty.mp4 — target" in r.stderr, r.stderr
+    assert sorted(p.name for p in (workdir / "out").iterdir()) == ["clip.mp4",
+                                                                    "clip.mp4.report.json"]

@@ -127,16 +127,19 @@ def _identity():
                     models={}, versions={})
 
 
-@pytest.mark.parametrize("chain, message", [
-    ("swap,nosuch_model", "nosuch_model"),
-    ("swap,scrfd_2.5g", "processors=scrfd_2.5g: its contract is detector-scrfd"),
+@pytest.mark.parametrize("chain, message, code", [
+    ("swap,nosuch_model", "nosuch_model", 4),
+    ("swap,scrfd_2.5g", "processors=scrfd_2.5g: its contract is detector-scrfd", 4),
+    ("", "processors=: no face processor to run", 2),
+    ("enhance", "processors=enhance: no face processor to run (enhance runs only with", 2),
 ])
-def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, chain, message):
+def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, chain, message,
+                                                       code):
     media.make_image_target(workdir / "in" / "t.png", width=320, height=240)
     r = run_cli(f"models.dir={standin_models}", f"cache_dir={workdir / 'cache'}",
                 f"input_dir={workdir / 'in'}", f"output_dir={workdir / 'out'}",
                 f"processors={chain}", "progress=off", "lock.device=none")
-    assert r.returncode == 4, r.stderr
+    assert r.returncode == code, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert not any((workdir / "out").iterdir())

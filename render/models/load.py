@@ -13,7 +13,7 @@ from typing import Any
 import cv2
 
 from ..config import Config, required_models
-from ..errors import ModelError
+from ..errors import ConfigError, ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
 from ..memory import StrategySettings, strategy, tune_allocator
@@ -136,8 +136,8 @@ def load_models(cfg: Config) -> LoadedModels:
         processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),
                                                    cfg.cache_path)))
     if not processors:
-        raise ModelError("processors: the chain runs no face processor (is enhance.enabled=false "
-                         "the only step?)")
+        raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
+                          f"(enhance runs only with enhance.enabled=true)")
     models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=strategy(cfg.execution),
                           threads=threads, detector_entry=detector_entry, detector=detector,
                           embedder_entry=embedder_entry, embedder=Embedder(lazy(embedder_entry)),
