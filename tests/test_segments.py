@@ -2,6 +2,7 @@
 stale and damaged work, inputs that lie, a full disk, frame timing and containers."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -393,6 +394,20 @@ def test_frames_missing_at_the_end_are_damage_not_a_truncation(workdir, standin_
                     reason="mounting a small tmpfs needs root")
 # one segment: the assembly only links the segment (no room needed) and then signs it, which is
 # what the full disk stops
+@contextlib.contextmanager
+def small_disk(folder: Path, kib: int):
+    """A tmpfs of ``kib`` KiB mounted on ``folder`` (skips where it cannot be mounted)."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
 @pytest.mark.parametrize("seconds", ["1", pytest.param("60", marks=pytest.mark.skipif(
     importlib.util.find_spec("c2pa") is None, reason="c2pa-python is not installed: nothing to sign"))],
     ids=["segments", "one-segment"])
@@ -403,15 +418,8 @@ def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_mo
     r = run_cli(*render_args(workdir, standin_models, clip.path, probe_out))
     assert r.returncode == 0, r.stderr
     size = probe_out.stat().st_size
-    disk = tmp_path / "disk"
-    disk.mkdir()
     # room for the existing output, the segments and about half of the assembled file
-    kib = int(size * 2.5 / 1024) + 64
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_disk(tmp_path / "disk", int(size * 2.5 / 1024) + 64) as disk:
         out = disk / "clip.mp4"
         shutil.copyfile(probe_out, out)
         before = sha(out)
@@ -424,8 +432,6 @@ def test_disk_full_during_assembly_keeps_the_existing_output(workdir, standin_mo
         assert visible(disk) == ["clip.mp4"]
         for w in work_dirs(disk):
             assert not [p for p in w.iterdir() if p.name.startswith("clip")], list(w.iterdir())
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_disk_full_that_ffmpeg_reports_with_exit_0_is_exit_5_naming_the_folder(
@@ -436,14 +442,7 @@ def test_disk_full_that_ffmpeg_reports_with_exit_0_is_exit_5_naming_the_folder(
     probe_out = workdir / "out" / "size.mp4"
     r = run_cli(*render_args(workdir, standin_models, clip.path, probe_out, "segment.seconds=60"))
     assert r.returncode == 0, r.stderr
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    kib = int(probe_out.stat().st_size * 0.9 / 1024)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(disk)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_disk(tmp_path / "disk", int(probe_out.stat().st_size * 0.9 / 1024)) as disk:
         out = disk / "clip.mp4"
         r = run_cli(*render_args(workdir, standin_models, clip.path, out, "segment.seconds=60",
                                  "progress=off"))
@@ -454,8 +453,6 @@ def test_disk_full_that_ffmpeg_reports_with_exit_0_is_exit_5_naming_the_folder(
         assert str(work) in lines[0], r.stderr
         assert visible(disk) == []
         assert not [p for p in work.iterdir() if ".tmp-" in p.name], list(work.iterdir())
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_the_finished_segment_is_copied_where_there_are_no_hard_links(tmp_path, monkeypatch):
