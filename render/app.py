@@ -30,25 +30,22 @@ from .faces.mask import make_mask
 from .faces.select import ReferenceTracks, select_faces
 from .faces.swap import Swapper, load_emap
 from .faces.types import Face
-from .media import args as ffargs
+from .media import formats as ffargs
 from .execute import AlreadyDone, ExecResult, Executor, Hooks
 from .interrupts import PROCESS, StopToken
 from .lock import DeviceLock, detect_device, lock_needed
-from .media.probe import (IMAGE_EXTENSIONS, MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
+from .media.formats import IMAGE_EXTS, OUTPUT_EXTS, SOFTWARE_FALLBACK, VIDEO_EXTS
+from .media.probe import (MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
                           ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
 from .models.manifest import ModelEntry, load_manifest
 from .files import identity, not_regular
 from .models.store import ModelStore, default_stamp_dir, hash_file
 from .pipeline import FaceStage, StageTimes
-from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render, shard_of, shard_segments
+from .plan import Identity, RenderPlan, plan_render, shard_of, shard_segments
 from .runtime import LazySession, Preload, SessionFactory, ThreadPolicy, strategy, tune_allocator
 
 log = logging.getLogger(__name__)
 
-# what can be rendered from, and what can be written
-VIDEO_EXTS = frozenset({".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"})
-IMAGE_EXTS = IMAGE_EXTENSIONS
-OUTPUT_EXTS = frozenset(ffargs.VIDEO_FORMATS) | frozenset(ffargs.IMAGE_FORMATS)
 SOURCE_NAMES = ("source.jpg", "source.jpeg", "source.png", "source.webp")
 
 

@@ -12,12 +12,11 @@ from render.media.args import (
     decode_args,
     decoded_size,
     encode_args,
-    final_path,
     fmt_time,
     image_encode_args,
-    output_format,
     video_codec_args,
 )
+from render.media.formats import final_path, output_format
 from render.media.probe import AudioStream, MediaInfo, last_meaningful_line
 
 HEAD = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]

@@ -1,17 +1,8 @@
 """Media I/O: probe a target, build ffmpeg argv, stream raw bgr24 frames in and out."""
 from __future__ import annotations
 
-from .args import (
-    EncodeSettings,
-    audio_plan,
-    decode_args,
-    decoded_size,
-    encode_args,
-    final_path,
-    image_encode_args,
-    is_image_path,
-    output_format,
-)
+from .args import EncodeSettings, audio_plan, decode_args, decoded_size, encode_args, image_encode_args
+from .formats import final_path, is_image_path, output_format
 from .probe import AudioStream, MediaInfo, ffmpeg_version, last_meaningful_line, probe
 from .reader import FrameReader, reap
 from .writer import AtomicOutput, FrameWriter, ensure_output_dir

@@ -23,6 +23,8 @@ from typing import Sequence
 
 from render.errors import MediaError, UsageError
 
+from .formats import (AUDIO_COPY, AUDIO_ENCODER, IMAGE_FORMATS, SEGMENT_MUXERS, final_ext, final_path,
+                      output_format)
 from .probe import MediaInfo
 
 log = logging.getLogger(__name__)
@@ -31,35 +33,6 @@ BASE = ("ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error")
 #: swscale's default bgr24<->yuv conversion rounds with a bias of about -2 levels per round trip;
 #: accurate rounding and full chroma interpolation make decode → encode colour-neutral.
 SWS_FLAGS = ("-sws_flags", "accurate_rnd+full_chroma_int+bitexact")
-
-#: final extension -> (ffmpeg muxer, container family used by the audio policy)
-VIDEO_FORMATS = {
-    ".mp4": ("mp4", "mp4"),
-    ".m4v": ("mp4", "mp4"),
-    ".mov": ("mov", "mov"),
-    ".mkv": ("matroska", "mkv"),
-    ".webm": ("webm", "webm"),
-}
-#: final extension -> (encoder, options, output pix_fmt)
-IMAGE_FORMATS = {
-    ".png": ("png", (), "rgb24"),
-    ".jpg": ("mjpeg", ("-q:v", "2"), "yuvj444p"),
-    ".jpeg": ("mjpeg", ("-q:v", "2"), "yuvj444p"),
-    ".webp": ("libwebp", ("-quality", "95"), "yuv420p"),
-}
-
-_PCM = frozenset({"pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be",
-                  "pcm_f32le", "pcm_f32be"})
-_MP4_AUDIO = frozenset({"aac", "mp3", "alac", "ac3", "eac3", "opus"})
-#: audio codecs each container family takes as a stream copy (None = anything)
-AUDIO_COPY = {
-    "mp4": _MP4_AUDIO,
-    "mov": (_MP4_AUDIO - {"opus"}) | _PCM,  # ffmpeg 5.1: "opus only supported in MP4"
-    "mkv": None,
-    "webm": frozenset({"opus", "vorbis"}),
-}
-#: re-encoder per container family when a copy is impossible
-AUDIO_ENCODER = {"mp4": "aac", "mov": "aac", "mkv": "aac", "webm": "libopus"}
 
 #: ffprobe color_space -> swscale matrix name
 _SWS_MATRIX = {
@@ -72,7 +45,6 @@ _SWS_MATRIX = {
     "bt2020c": "bt2020",
 }
 _SUBSAMPLED = re.compile(r"^(yuvj?4[12][02]|nv1[26]|nv2[01]|p01[026]|p21[06])")
-_PART = re.compile(r"\.part(-\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -95,31 +67,6 @@ class EncodeSettings:
 
 # ----------------------------------------------------------------------------------------------
 # helpers
-
-def final_path(path: str | os.PathLike) -> str:
-    """The name an output will have once committed: strips ``.part`` / ``.part-<pid>``."""
-    return _PART.sub("", os.fspath(path))
-
-
-def _ext(path: str | os.PathLike) -> str:
-    return os.path.splitext(final_path(path))[1].lower()
-
-
-def output_format(out_path: str | os.PathLike) -> tuple[str, str]:
-    """(ffmpeg muxer, container family) from the FINAL extension of ``out_path``."""
-    ext = _ext(out_path)
-    try:
-        return VIDEO_FORMATS[ext]
-    except KeyError:
-        known = ", ".join(sorted(VIDEO_FORMATS))
-        raise MediaError(
-            f"unsupported output format {ext or '(none)'} for {final_path(out_path)}: use one of {known}"
-        ) from None
-
-
-def is_image_path(path: str | os.PathLike) -> bool:
-    return _ext(path) in IMAGE_FORMATS
-
 
 def fmt_time(seconds: float) -> str:
     """Seconds as ffmpeg wants them, exact to the microsecond, no exponent: 1.5 -> '1.5'."""
@@ -465,12 +412,6 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
 # ----------------------------------------------------------------------------------------------
 # segments: decode a frame range, encode it video-only; assemble them with the audio once
 
-#: container of the committed segments, by the output's container family: the same family, so the
-#: concat demuxer stream-copies them without a timestamp change (mp4 keeps the exact time base)
-SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matroska", ".mkv"),
-                  "webm": ("matroska", ".mkv")}
-
-
 def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
                         scale_height: int | None = None, legacy_vsync: bool = False,
                         hwaccel: str | None = None,
@@ -597,7 +538,7 @@ def retime_args(video: str | os.PathLike, timestamps: str | os.PathLike,
 
 def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -> list[str]:
     """ffmpeg argv: one raw bgr24 frame on stdin -> a png/jpg/webp image at ``out_path``."""
-    ext = _ext(out_path)
+    ext = final_ext(out_path)
     try:
         codec, opts, pix_fmt = IMAGE_FORMATS[ext]
     except KeyError:

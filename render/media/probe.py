@@ -23,14 +23,9 @@ import ffmpeg
 from render.cache import load_json, save_json
 from render.errors import MediaError, RenderFailed
 
-log = logging.getLogger(__name__)
+from .formats import IMAGE_DEMUXERS, STILL_CODECS
 
-#: Extensions treated as still images (the target is one frame, the output is one image).
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff"})
-#: ffprobe format names of still-image demuxers (besides every ``*_pipe`` one).
-IMAGE_FORMATS = frozenset({"image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp_pipe", "tiff_pipe"})
-#: Codecs that make a single-frame stream a still image.
-STILL_CODECS = frozenset({"mjpeg", "png", "webp", "bmp", "tiff", "jpegls", "jpeg2000", "qoi", "ppm", "pam"})
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -357,7 +352,7 @@ def _media_info(path: str, data: Mapping[str, Any]) -> MediaInfo:
     nb_frames = _int(video.get("nb_frames")) or _int(_tag(video.get("tags"), "NUMBER_OF_FRAMES"))
     first_format = container.split(",")[0]
     # the kind comes from the content: a video named .png is a video
-    is_image = first_format in IMAGE_FORMATS or first_format.endswith("_pipe")
+    is_image = first_format in IMAGE_DEMUXERS or first_format.endswith("_pipe")
 
     fps = _fraction(video.get("avg_frame_rate")) or _fraction(video.get("r_frame_rate"))
     duration = _stream_duration(video) or _float(fmt.get("duration")) or 0.0
