@@ -21,7 +21,9 @@ def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[l
     encoder gets for a plan of one segment (less the synthetic-media tags)."""
     from render.config import load_config
     from render.media import args as ffargs
-    from render.media.probe import ffmpeg_version, frame_times, probe
+    from render.media.probe import probe
+    from render.media.timing import frame_times
+    from render.media.tools import ffmpeg_version
     from render.plan import Identity, plan_render
 
     cfg = load_config({**overrides, "segment.seconds": "3600"}, env={})

@@ -35,8 +35,9 @@ from .execute import AlreadyDone, ExecResult, Executor, Hooks
 from .interrupts import PROCESS, StopToken
 from .lock import DeviceLock, detect_device, lock_needed
 from .media.formats import IMAGE_EXTS, OUTPUT_EXTS, SOFTWARE_FALLBACK, VIDEO_EXTS
-from .media.probe import (MediaInfo, ffmpeg_output_pixel_formats, ffmpeg_version,
-                          ffmpeg_version_line, hw_works, mkvmerge_version, probe_with_times)
+from .media.probe import MediaInfo, probe_with_times
+from .media.tools import (ffmpeg_output_pixel_formats, ffmpeg_version, ffmpeg_version_line, hw_works,
+                          mkvmerge_version)
 from .models.manifest import ModelEntry, load_manifest
 from .files import identity, not_regular
 from .models.store import ModelStore, default_stamp_dir, hash_file

@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Iterator
 from .errors import MediaError, RenderFailed, UsageError
 from .interrupts import PROCESS, StopToken, Stopped  # noqa: F401 - Stopped: where a stop surfaces
 from .media import mp4index
-from .media.probe import count_streams
+from .media.streams import count_streams
 from .media.reader import FrameReader, run_tool
 from .files import fsync_dir, sha256_file, try_flock, write_atomic
 from .media.writer import FrameWriter

@@ -24,7 +24,8 @@ from .config import SCHEMA, Config, parse_trim
 from .errors import MediaError, UsageError
 from .media import args as ffargs
 from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
-from .media.probe import FrameTimes, MediaInfo
+from .media.probe import MediaInfo
+from .media.timing import FrameTimes
 
 PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (AssemblyPlan.mux empty)
 

@@ -17,7 +17,8 @@ from render.media.args import (
     video_codec_args,
 )
 from render.media.formats import final_path, output_format
-from render.media.probe import AudioStream, MediaInfo, last_meaningful_line
+from render.media.probe import AudioStream, MediaInfo
+from render.media.stderr import last_meaningful_line
 
 HEAD = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
 

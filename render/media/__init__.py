@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from .args import EncodeSettings, audio_plan, decode_args, decoded_size, encode_args, image_encode_args
 from .formats import final_path, is_image_path, output_format
-from .probe import AudioStream, MediaInfo, ffmpeg_version, last_meaningful_line, probe
+from .probe import AudioStream, MediaInfo, probe
 from .reader import FrameReader, reap
+from .stderr import last_meaningful_line
+from .tools import ffmpeg_version
 from .writer import AtomicOutput, FrameWriter, ensure_output_dir
 
 __all__ = [

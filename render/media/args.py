@@ -4,7 +4,7 @@ Every builder returns an argv list that starts with
 ``ffmpeg -hide_banner -nostdin -loglevel error``.
 
 Frame-rate mode: ``-fps_mode passthrough`` (ffmpeg >= 5.1; ``-vsync`` was removed in 9.0). Pass
-``legacy_vsync=True`` to get ``-vsync passthrough`` for ffmpeg 4.x (see ``probe.ffmpeg_version``).
+``legacy_vsync=True`` to get ``-vsync passthrough`` for ffmpeg 4.x (see ``tools.ffmpeg_version``).
 
 Reproducibility: outputs carry no metadata from the target (``-map_metadata -1``), no
 timestamps or library versions (``-fflags +bitexact``, ``-flags:v/a +bitexact``). x264/x265 are
