@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from .config import SCHEMA, Config, parse_trim
 from .errors import MediaError, UsageError
-from .media import args as ffargs
+from . import media as ffargs
 from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
 from .media.probe import MediaInfo
 from .media.timing import FrameTimes
