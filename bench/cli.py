@@ -15,9 +15,9 @@ What it does, with nothing but ffmpeg, the repository and its test fixtures:
   measures it from outside: wall time, CPU, the peak RSS of the process tree (worker + ffmpeg
   children), the time to first frame and every byte written outside the output;
 * measures, in the same run and interleaved with the renders, the ffmpeg floor: the target decoded
-  to a raw pipe and encoded again by two ffmpeg processes built with ``render.media.args``
-  (``decode_args``/``encode_args``, same encoder settings, same audio) -- what the renderer would
-  cost with free inference;
+  to a raw pipe and encoded again by two ffmpeg processes built with
+  ``render.media.video_args`` (``decode_args``/``encode_args``, same encoder settings, same audio)
+  -- what the renderer would cost with free inference;
 * prints per-case figures, the targets and a markdown summary for the README.
 
 The targets are reported as figures, never asserted; the exit status is non-zero only when a

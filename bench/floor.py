@@ -20,8 +20,9 @@ def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[l
     settings; the floor encodes in one pass with the audio, with the arguments the render's own
     encoder gets for a plan of one segment (less the synthetic-media tags)."""
     from render.config import load_config
-    from render.media import args as ffargs
-    from render.media.probe import frame_times, probe
+    from render.media.probe import probe
+    from render.media.timing import frame_times
+    from render.media.video_args import EncodeSettings, encode_args
     from render.plan import Identity, plan_render
     from render.planner import legacy_vsync
 
@@ -31,12 +32,11 @@ def floor_argv(target: Path, output: Path, overrides: dict[str, str]) -> tuple[l
                        times=frame_times(info), legacy_vsync=legacy_vsync(),
                        identity=Identity("", "", None, {}, {}))
     enc = plan.encode
-    video = ffargs.EncodeSettings(codec=enc["codec"], crf=enc["crf"], preset=enc["preset"],
-                                  pix_fmt=enc["pix_fmt"], extra=tuple(enc["extra"]),
-                                  threads=enc["threads"])
+    video = EncodeSettings(codec=enc["codec"], crf=enc["crf"], preset=enc["preset"],
+                           pix_fmt=enc["pix_fmt"], extra=tuple(enc["extra"]), threads=enc["threads"])
     dec = list(plan.segments[0].decode)
-    enc_argv = ffargs.encode_args(info, output, width=plan.width, height=plan.height,
-                                  fps=info.fps, video=video, legacy_vsync=legacy_vsync())
+    enc_argv = encode_args(info, output, width=plan.width, height=plan.height, fps=info.fps,
+                           video=video, legacy_vsync=legacy_vsync())
     return dec, enc_argv
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 from .errors import MediaError, RenderFailed
 from .files import fsync_dir, sha256_file, write_atomic
 from .interrupts import StopToken
-from .media.probe import count_streams
+from .media.streams import count_streams
 from .media.reader import run_tool
 from .plan import RenderPlan, SegmentPlan
 from .work_folder import WorkFolder, fsync_file, temp_tag, unlink

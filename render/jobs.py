@@ -11,16 +11,13 @@ from pathlib import Path
 from .config import Config
 from .errors import MediaError, UsageError
 from .files import not_regular
-from .media import args as ffargs
-from .media.probe import IMAGE_EXTENSIONS, ffmpeg_output_pixel_formats
+from .media.formats import IMAGE_EXTS, OUTPUT_EXTS, VIDEO_EXTS
+from .media.tools import ffmpeg_output_pixel_formats
 
 log = logging.getLogger(__name__)
 
 
 # what can be rendered from, and what can be written
-VIDEO_EXTS = frozenset({".mp4", ".mov", ".mkv", ".webm", ".avi", ".m4v"})
-IMAGE_EXTS = IMAGE_EXTENSIONS
-OUTPUT_EXTS = frozenset(ffargs.VIDEO_FORMATS) | frozenset(ffargs.IMAGE_FORMATS)
 SOURCE_NAMES = ("source.jpg", "source.jpeg", "source.png", "source.webp")
 
 

@@ -22,8 +22,10 @@ from typing import Any, Mapping, Sequence
 
 from .config import SCHEMA, Config, parse_trim
 from .errors import MediaError, UsageError
-from .media import args as ffargs
-from .media.probe import FrameTimes, MediaInfo
+from . import media as ffargs
+from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
+from .media.probe import MediaInfo
+from .media.timing import FrameTimes
 
 PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (AssemblyPlan.mux empty)
 
@@ -31,14 +33,6 @@ PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (Assembly
 #: thread count, and the bytes must not depend on the machine's cores
 PINNED_ENCODE_THREADS = 4
 
-#: which video codecs each output container family may hold; the first is the family's default
-CODECS = {
-    "mp4": ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "libsvtav1", "libaom-av1",
-            "libvpx-vp9"),
-    "mov": ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "prores_ks"),
-    "mkv": None,   # anything
-    "webm": ("libvpx-vp9", "libvpx", "libaom-av1", "libsvtav1"),
-}
 
 
 @dataclass(frozen=True)
@@ -183,23 +177,6 @@ def work_dir_for(output: Path, key: str) -> Path:
 def _vp9_crf(x264_crf: int) -> int:
     """libvpx-vp9's crf (0-63) of about the quality of an x264 crf (0-51)."""
     return max(0, min(63, round(x264_crf * 1.5)))
-
-
-#: software encoders that stand in for a hardware one this machine lacks
-SOFTWARE_FALLBACK = {"h264_nvenc": "libx264", "hevc_nvenc": "libx265"}
-
-
-#: the presets each encoder takes verbatim as ``-preset`` (other encoders: not checked here; vp9's
-#: and aom's are filtered by the argument builder)
-PRESETS = {
-    "libx264": ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
-                "veryslow", "placebo"),
-    "libsvtav1": tuple(str(n) for n in range(-1, 14)),
-    "h264_nvenc": ("default", "slow", "medium", "fast", "hp", "hq", "bd", "ll", "llhq", "llhp",
-                   "lossless", "losslesshp", *(f"p{n}" for n in range(1, 8))),
-}
-PRESETS["libx265"] = PRESETS["libx264"]
-PRESETS["hevc_nvenc"] = PRESETS["h264_nvenc"]
 
 
 def _check_preset(codec: str, preset: str | None) -> None:

@@ -13,10 +13,11 @@ from .config import Config
 from .errors import MediaError, RenderFailed, UsageError
 from .files import FileHashes
 from .jobs import Job, check_pix_fmt
-from .media import args as ffargs
-from .media.probe import MediaInfo, ffmpeg_version, hw_works, probe_with_times
+from .media.formats import IMAGE_FORMATS, SOFTWARE_FALLBACK, output_format
+from .media.probe import MediaInfo, probe_with_times
+from .media.tools import ffmpeg_version, hw_works
 from .models.load import LoadedModels
-from .plan import SOFTWARE_FALLBACK, Identity, RenderPlan, plan_render
+from .plan import Identity, RenderPlan, plan_render
 from .source_face import SourceFaces
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,9 @@ class Planner:
             raise MediaError(f"target {job.target} is empty (0 bytes)")
         info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
                                        content_sha256=lambda: self.hashes.sha(job.target))
-        if job.output.suffix.lower() in ffargs.IMAGE_FORMATS and not info.is_image:
+        if job.output.suffix.lower() in IMAGE_FORMATS and not info.is_image:
             raise UsageError(f"output {job.output} is an image but target {job.target} is a video")
-        if info.is_image and job.output.suffix.lower() not in ffargs.IMAGE_FORMATS:
+        if info.is_image and job.output.suffix.lower() not in IMAGE_FORMATS:
             raise UsageError(f"output {job.output} is a video but target {job.target} is an image")
         if not times.cfr and shutil.which("mkvmerge") is None:
             raise RenderFailed(f"target {job.target} has a variable frame rate: keeping its frame "
@@ -66,7 +67,7 @@ class Planner:
         output = job.output.absolute()
         metadata: list[tuple[str, str]] = []
         if self.cfg.mark.enabled and not info.is_image:
-            metadata = marking.metadata_pairs(__version__, ffargs.output_format(output)[1])
+            metadata = marking.metadata_pairs(__version__, output_format(output)[1])
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
                            legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware())

@@ -18,7 +18,7 @@ def _installation() -> dict[str, Any]:
     import numpy as np
     import onnxruntime as ort
 
-    from .media.probe import ffmpeg_version_line, mkvmerge_version
+    from .media.tools import ffmpeg_version_line, mkvmerge_version
     from .sessions import tensorrt_version
 
     env = os.environ

@@ -20,7 +20,7 @@ from pathlib import Path
 from .errors import RenderFailed, UsageError
 from .files import fsync_dir, sha256_file, try_flock, write_atomic
 from .media import mp4index
-from .media.probe import count_streams
+from .media.streams import count_streams
 from .plan import RenderPlan, SegmentPlan
 
 log = logging.getLogger(__name__)

@@ -6,19 +6,19 @@ from fractions import Fraction
 import pytest
 
 from render.errors import MediaError, UsageError
-from render.media.args import (
+from render.media.argv import fmt_time
+from render.media.audio_args import audio_plan
+from render.media.formats import final_path, output_format
+from render.media.probe import AudioStream, MediaInfo
+from render.media.stderr import last_meaningful_line
+from render.media.video_args import (
     EncodeSettings,
-    audio_plan,
     decode_args,
     decoded_size,
     encode_args,
-    final_path,
-    fmt_time,
     image_encode_args,
-    output_format,
     video_codec_args,
 )
-from render.media.probe import AudioStream, MediaInfo, last_meaningful_line
 
 HEAD = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
 

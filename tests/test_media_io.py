@@ -167,7 +167,8 @@ def test_probe_audio_only(media):
 
 def test_probe_with_times_is_probe_plus_frame_times_in_one_run(media, tmp_path):
     """One ffprobe start instead of two; the same MediaInfo and FrameTimes, truncated files too."""
-    from render.media.probe import frame_times, probe_with_times
+    from render.media.probe import probe_with_times
+    from render.media.timing import frame_times
 
     cut = tmp_path / "cut.mp4"
     ff("-i", media["c25"], "-c", "copy", "-movflags", "+faststart", tmp_path / "fast.mp4")
@@ -196,13 +197,13 @@ def test_probe_cache_answers_for_the_same_content_only(media, tmp_path, monkeypa
 
     cache = tmp_path / "cache"
     runs: list[str] = []
-    real_run = probe_mod._run_ffprobe
+    real_run = probe_mod.run_ffprobe
 
     def counted(argv, path):
         runs.append(path)
         return real_run(argv, path)
 
-    monkeypatch.setattr(probe_mod, "_run_ffprobe", counted)
+    monkeypatch.setattr(probe_mod, "run_ffprobe", counted)
 
     def cached_probe(path):
         return probe_mod.probe_with_times(path, cache_dir=cache, content_sha256=lambda: sha256_file(path))
@@ -466,7 +467,7 @@ def test_mp4_index_counts_the_samples_on_disk(media, tmp_path):
     """The in-process segment check agrees with ffprobe's packet count, and a file cut short
     counts only the samples still on disk (or defers to ffprobe when its index is gone)."""
     from render.media import mp4index
-    from render.media.probe import count_streams
+    from render.media.streams import count_streams
 
     video = tmp_path / "video.mp4"
     ff("-i", media["c25"], "-an", "-c", "copy", "-movflags", "+faststart", video)

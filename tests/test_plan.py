@@ -8,7 +8,8 @@ import pytest
 
 from render.config import load_config
 from render.errors import MediaError, UsageError
-from render.media.probe import AudioStream, FrameTimes, MediaInfo
+from render.media.probe import AudioStream, MediaInfo
+from render.media.timing import FrameTimes
 from render.plan import (PINNED_ENCODE_THREADS, Identity, RenderPlan, plan_render,
                          segment_bounds, work_dir_for)
 

@@ -308,7 +308,8 @@ def _passthrough(decode: tuple[str, ...]) -> tuple[str, ...]:
 
 def _segment_decodes(path: Path, seconds: str) -> list[tuple[str, ...]]:
     from render.config import load_config
-    from render.media.probe import frame_times, probe
+    from render.media.probe import probe
+    from render.media.timing import frame_times
     from render.plan import Identity, plan_render
 
     info = probe(path)

@@ -1,19 +1,22 @@
 """Media I/O: probe a target, build ffmpeg argv, stream raw bgr24 frames in and out."""
 from __future__ import annotations
 
-from .args import (
-    EncodeSettings,
-    audio_plan,
-    decode_args,
-    decoded_size,
-    encode_args,
-    final_path,
-    image_encode_args,
-    is_image_path,
-    output_format,
-)
-from .probe import AudioStream, MediaInfo, ffmpeg_version, last_meaningful_line, probe
+from .audio_args import audio_plan, audio_span
+from .formats import SEGMENT_MUXERS, final_path, is_image_path, output_format
+from .probe import AudioStream, MediaInfo, probe
 from .reader import FrameReader, reap
+from .segment_args import (
+    assemble_args,
+    concat_list,
+    join_args,
+    retime_args,
+    segment_decode_args,
+    segment_encode_args,
+    timestamps_file,
+)
+from .stderr import last_meaningful_line
+from .tools import ffmpeg_version
+from .video_args import EncodeSettings, decode_args, decoded_size, encode_args, image_encode_args
 from .writer import AtomicOutput, FrameWriter, ensure_output_dir
 
 __all__ = [
@@ -23,7 +26,11 @@ __all__ = [
     "FrameReader",
     "FrameWriter",
     "MediaInfo",
+    "SEGMENT_MUXERS",
+    "assemble_args",
     "audio_plan",
+    "audio_span",
+    "concat_list",
     "decode_args",
     "decoded_size",
     "encode_args",
@@ -32,8 +39,13 @@ __all__ = [
     "final_path",
     "image_encode_args",
     "is_image_path",
+    "join_args",
     "last_meaningful_line",
     "output_format",
     "probe",
     "reap",
+    "retime_args",
+    "segment_decode_args",
+    "segment_encode_args",
+    "timestamps_file",
 ]

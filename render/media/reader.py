@@ -18,7 +18,7 @@ import numpy as np
 
 from render.errors import MediaError, RenderError, RenderFailed
 
-from .probe import last_meaningful_line
+from .stderr import last_meaningful_line
 
 log = logging.getLogger(__name__)
 
