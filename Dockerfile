@@ -25,8 +25,8 @@
 #
 # Layer order: OS packages -> Python dependencies -> models -> application code. The models are
 # fetched in their own stage that sees only models/, profiles/ and the code of `render models fetch`
-# (render/models/, cli.py, config.py, errors.py), so editing the renderer (faces/, media/, pipeline,
-# app, runtime) never re-downloads them.
+# (render/models/, render/processors/ for the contracts, cli.py, config.py, errors.py), so editing the renderer (faces/, media/, pipeline,
+# renderer, sessions) never re-downloads them.
 # Only classic-builder features are used: the docker SDK and docker-compose v1 build without BuildKit.
 
 ARG BASE_IMAGE=nvidia/cuda:12.3.2-cudnn-runtime-ubuntu22.04
@@ -108,6 +108,7 @@ COPY --from=deps /opt/render/venv /opt/render/venv
 COPY render/__init__.py render/__main__.py render/cli.py render/config.py render/errors.py render/files.py render/interrupts.py \
     /opt/render/app/render/
 COPY render/models/ /opt/render/app/render/models/
+COPY render/processors/ /opt/render/app/render/processors/
 COPY profiles/ /opt/render/app/profiles/
 COPY models/ /opt/render/app/models/
 ARG MODEL_SET=all
