@@ -170,7 +170,7 @@ RUN set -eu; \
     echo /opt/render/app > "$site/render-app.pth"; \
     printf '#!/bin/sh\nexec /opt/render/venv/bin/python -m render "$@"\n' > /opt/render/venv/bin/render; \
     chmod 755 /opt/render/venv/bin/render; \
-    /opt/render/venv/bin/python -c "import render, render.app; print('render', render.__version__)"
+    /opt/render/venv/bin/python -c "import render, render.batch, render.shards, render.web; print('render', render.__version__)"
 
 ENV PATH=/opt/render/venv/bin:$PATH \
     HOME=/tmp \
