@@ -193,9 +193,8 @@ class Classroom:
             os.replace(source.path, source_path)
             os.replace(target.path, target_path)
             fsync_dir(folder)
-            # the result keeps the upload's container where it can be written (.webm stays .webm)
             output = folder / "out" / ("result.png" if target_info.is_image else
-                                       f"result{target_ext if target_ext in VIDEO_FORMATS else '.mp4'}")
+                                       "result" + result_extension(target.name, target_ext))
             job_settings = {"profile": profile, "source": str(source_path),
                             "target": str(target_path), "output": str(output)}
             try:
@@ -366,6 +365,16 @@ class Classroom:
             "state_dir": str(self.state),
             "now": _iso(time.time()),
         }
+
+
+def result_extension(uploaded: str, stored: str) -> str:
+    """The result keeps the uploaded name's container where the probed one agrees and it can be
+    written (a .webm stays .webm, a .mov .mov: ffprobe calls them matroska and mov)."""
+    suffix = Path(uploaded).suffix.lower()
+    family = {".mkv": ".mkv", ".webm": ".mkv", ".mp4": ".mp4", ".m4v": ".mp4", ".mov": ".mp4"}
+    if suffix in VIDEO_FORMATS and family.get(suffix) == stored:
+        return suffix
+    return stored if stored in VIDEO_FORMATS else ".mp4"
 
 
 def _age(path: Path, now: float) -> float:

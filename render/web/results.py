@@ -70,7 +70,8 @@ def report_card(data: dict[str, Any], job_meta: dict[str, Any]) -> dict[str, Any
         "fps": timing.get("fps"),
         "started": timing.get("started"),
         "synthetic": bool(data.get("synthetic")),
-        "marks": sorted(k for k, v in marks.items() if v) if isinstance(marks, dict) else [],
+        "marks": sorted(k for k, v in marks.items() if k != "enabled" and v)
+        if isinstance(marks, dict) else [],
         "consent": {"given": bool(consent.get("given")), "statement": consent.get("statement"),
                     "at": consent.get("at"), "by": (job_meta or {}).get("submitted_by")},
         "profile": (data.get("config") or {}).get("profile"),
