@@ -157,6 +157,8 @@ class Executor:
                              sum(r.end - r.start for i, r in records.items() if i in wanted),
                              sum(s.frames for s in plan.segments if s.index in wanted))
             self._frames_total = frames.total
+            if self.hooks.progress is not None and todo:
+                self.hooks.progress("rendering", frames.done, frames.total)
             with stop.polled(), self._preloading(bool(todo)):
                 try:
                     for seg in todo:

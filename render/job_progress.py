@@ -43,8 +43,8 @@ class JobProgress:
         with self._lock:
             now = self.clock()
             if self._pace is None:
-                self._pace = (now, done - 1 if stage == "rendering" else done)
-            changed = stage != self.data.get("state")
+                self._pace = (now, done)
+            changed = stage != self.data.get("state") or "frames_total" not in self.data
             self.data.update(state=stage, target=target, frames_done=done, frames_total=total)
             since, base = self._pace
             rate = (done - base) / (now - since) if now > since and done > base else None
