@@ -77,11 +77,13 @@ def lock_record(held: DeviceLock | None) -> dict | None:
 def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
                stop: StopToken | None = None,
                on_segment: Callable[[Job, Any, int, int], None] | None = None,
-               on_wait: Callable[[str], None] | None = None) -> Batch:
+               on_wait: Callable[[str], None] | None = None,
+               on_progress: Callable[[Job, str, int, int], None] | None = None) -> Batch:
     """Render every planned job under the device lock. In folder mode a failing target does not
     stop the others: the batch goes on and ends with a summary ("9 rendered, 1 failed: clip7.mov —
     reason"), raised as :class:`BatchFailed` when any failed. Outputs that are complete and whose
-    report has this render's job key are skipped (``skip_done``)."""
+    report has this render's job key are skipped (``skip_done``). ``on_segment`` and
+    ``on_progress`` get the job, then what :class:`~render.execute.Hooks` tells."""
     jobs = plan_jobs(cfg)
     owner = {"job": (meta or {}).get("job") or f"cli-{os.getpid()}",
              "target": jobs[0].target.name if len(jobs) == 1 else str(jobs[0].target.parent)}
@@ -98,8 +100,11 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
                     continue
                 hook = (lambda rec, done, total, job=job: on_segment(job, rec, done, total)) \
                     if on_segment is not None else None
+                frames = (lambda stage, done, total, job=job: on_progress(job, stage, done, total)) \
+                    if on_progress is not None else None
                 batch.rendered.append(renderer.render(job, meta=meta, lock=lock_record(held),
-                                                      stop=stop, on_segment=hook))
+                                                      stop=stop, on_segment=hook,
+                                                      on_progress=frames))
             except AlreadyDone as done:
                 log.info("%s: up to date (%s), skipped", job.target.name, done)
                 batch.skipped.append(job)

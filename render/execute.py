@@ -45,6 +45,9 @@ class Hooks:
     is verified and replaces the output (marking); ``inputs_unchanged()`` raises when the target
     is no longer the file the render started from, asked before every commit; ``already_done()``
     is asked after waiting for another render of the same job: True ends this one (AlreadyDone).
+    ``progress(stage, done, total)`` is told the stage ("rendering", "assembling", "marking") and
+    the frames of the wanted segments done so far: frame by frame while rendering, from the
+    writer thread (so it must be quick: rate-limit what it writes).
     """
 
     stop: StopToken = field(default_factory=lambda: PROCESS)
@@ -52,6 +55,22 @@ class Hooks:
     before_commit: Callable[[Path], None] | None = None
     inputs_unchanged: Callable[[], None] | None = None
     already_done: Callable[[], bool] | None = None
+    progress: Callable[[str, int, int], None] | None = None
+
+
+class _Frames:
+    """What ``stream`` updates per frame: the terminal progress (if any) and ``Hooks.progress``."""
+
+    def __init__(self, bar: Progress | None, hook: Callable[[str, int, int], None] | None,
+                 done: int, total: int) -> None:
+        self.bar, self.hook, self.done, self.total = bar, hook, done, total
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        if self.hook is not None:
+            self.hook("rendering", self.done, self.total)
 
 
 @dataclass
@@ -93,6 +112,7 @@ class Executor:
         self.progress_mode = progress
         self.work = WorkFolder(plan)
         self.assembly = Assembly(plan, self.work, self.hooks.stop, self.before_commit)
+        self._frames_total = 1 if plan.kind == "image" else 0    # the frames Hooks.progress counts
 
     # -- segments ------------------------------------------------------------------------------
     def run(self, segments: Iterable[int] | None = None, *, assemble: bool = True,
@@ -133,11 +153,17 @@ class Executor:
             done_hook = self.hooks.segment_done
             if done_hook is not None:
                 done_hook(None, done_before, len(wanted))
+            frames = _Frames(progress, self.hooks.progress,
+                             sum(r.end - r.start for i, r in records.items() if i in wanted),
+                             sum(s.frames for s in plan.segments if s.index in wanted))
+            self._frames_total = frames.total
+            if self.hooks.progress is not None and todo:
+                self.hooks.progress("rendering", frames.done, frames.total)
             with stop.polled(), self._preloading(bool(todo)):
                 try:
                     for seg in todo:
                         stop.check()
-                        rec, n, c = self._segment(seg, times, progress)
+                        rec, n, c = self._segment(seg, times, frames)
                         decoded += n
                         commit_s += c
                         records[seg.index] = rec
@@ -151,6 +177,7 @@ class Executor:
                                 threads=self.threads.summary() if self.threads else None)
             result.overhead["commit"] = commit_s
             if assemble:
+                self._stage("assembling")
                 self.assembly.run(result)
             return result
         finally:
@@ -170,7 +197,12 @@ class Executor:
             if loading is not None:
                 loading.join()
 
-    def _segment(self, seg: SegmentPlan, times: StageTimes, progress: Progress | None
+    def _stage(self, stage: str) -> None:
+        """Tell Hooks.progress that every wanted frame is rendered and ``stage`` begins."""
+        if self.hooks.progress is not None:
+            self.hooks.progress(stage, self._frames_total, self._frames_total)
+
+    def _segment(self, seg: SegmentPlan, times: StageTimes, progress: _Frames
                  ) -> tuple[SegmentRecord, int, float]:
         """Render and commit one segment: its record, the frames decoded, seconds committing."""
         plan = self.plan
@@ -253,7 +285,8 @@ class Executor:
             with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                     FrameWriter(encode, out.tmp_path) as writer:
                 frames = stream(reader, writer.write, self._stoppable(stage.process),
-                                frames_in_flight=self.frames_in_flight, times=times)
+                                frames_in_flight=self.frames_in_flight, times=times,
+                                progress=_Frames(None, self.hooks.progress, 0, 1))
                 writer.close()
             if frames == 0:
                 raise MediaError(f"no frames decoded from {plan.target}")
@@ -280,6 +313,7 @@ class Executor:
         """The finished temp file, before it is verified and replaces the output (marks)."""
         self.check_inputs()
         if self.hooks.before_commit is not None:
+            self._stage("marking")
             self.hooks.before_commit(tmp)
 
 def _decoder_note(reader: FrameReader) -> str:

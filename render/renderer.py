@@ -83,8 +83,9 @@ class Renderer:
                                          version=__version__, record=marks)
 
     def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
-                 stop: StopToken | None = None, on_segment: Callable | None = None) -> Executor:
-        hooks = Hooks(stop=stop or PROCESS, segment_done=on_segment,
+                 stop: StopToken | None = None, on_segment: Callable | None = None,
+                 on_progress: Callable | None = None) -> Executor:
+        hooks = Hooks(stop=stop or PROCESS, segment_done=on_segment, progress=on_progress,
                       before_commit=self.marker(plan, marks if marks is not None else {}),
                       inputs_unchanged=lambda: self.hashes.check_unchanged(job.target),
                       already_done=lambda: self.up_to_date(job))
@@ -96,7 +97,7 @@ class Renderer:
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
                lock: Mapping[str, Any] | None = None, stop: StopToken | None = None,
-               on_segment: Callable | None = None,
+               on_segment: Callable | None = None, on_progress: Callable | None = None,
                segments: list[int] | None = None) -> RenderResult:
         """Plan, execute, and write the report beside the output (into the work folder when the
         render fails or is interrupted)."""
@@ -107,8 +108,8 @@ class Renderer:
         with (stop or PROCESS).guarded():   # a stop after the commit waits for the report
             try:
                 plan, info = self.planner.prepare(job)
-                result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment).run(
-                    segments)
+                result = self.executor(job, plan, marks, stop=stop, on_segment=on_segment,
+                                       on_progress=on_progress).run(segments)
             except BaseException as exc:
                 usage = memory.stop()
                 if plan is not None and info is not None and Path(plan.work_dir).is_dir():

@@ -36,6 +36,7 @@ import yaml
 from .config import SCHEMA, load_config, parse_overrides, unknown_key_message
 from .errors import Interrupted, RenderError, UsageError
 from .interrupts import StopToken
+from .job_progress import JobProgress
 from .spool import Spool, parse_age
 
 log = logging.getLogger(__name__)
@@ -197,30 +198,16 @@ class Worker:
                 **{k: v for k, v in (job.spec.get("meta") or {}).items() if k != "targets"}}
         reports: list[str] = []
         counts = {"rendered": 0, "up_to_date": 0}
-        frames = {"done": 0}
-        pace: dict[str, float] = {}        # the current target: when its segments started, done then
+        progress = JobProgress(self.spool, job.id)
 
         def cancelled() -> str | None:
             return "cancelled" if self.spool.cancel_requested(job.id) else None
 
         def on_segment(render_job, record, done: int, total: int) -> None:
-            now = time.monotonic()
-            if record is None:                 # this target starts (after its resumed segments)
-                pace.update(start=now, base=done)
-            else:
-                frames["done"] += record.end - record.start
-            elapsed = max(now - started, 1e-6)
-            fps = frames["done"] / elapsed if frames["done"] else None
-            rendered = done - pace.get("base", 0)
-            eta = (now - pace.get("start", started)) / rendered * (total - done) \
-                if rendered > 0 else None
-            self.spool.progress(job.id, state="rendering", target=render_job.target.name,
-                                segments_done=done, segments_total=total,
-                                fps=round(fps, 2) if fps else None,
-                                eta_s=round(eta, 1) if eta is not None else None)
+            progress.segment(render_job.target.name, record, done, total)
 
-        def on_wait(line: str) -> None:
-            self.spool.progress(job.id, state="waiting", waiting=line)
+        def on_progress(render_job, stage: str, done: int, total: int) -> None:
+            progress.frames(render_job.target.name, stage, done, total)
 
         try:
             with self.stop.watching(cancelled):
@@ -230,7 +217,7 @@ class Worker:
                         run["target"] = target
                     cfg = load_config(run)
                     batch = render_all(cfg, meta=meta, stop=self.stop, on_segment=on_segment,
-                                       on_wait=on_wait)
+                                       on_wait=progress.waiting, on_progress=on_progress)
                     counts["rendered"] += len(batch.rendered)
                     counts["up_to_date"] += len(batch.skipped)
                     reports += [str(r.report_path) for r in batch.rendered]
@@ -314,11 +301,17 @@ def describe_progress(job) -> str:
     if job.state == "running":
         if p.get("state") == "waiting":
             return p.get("waiting") or "waiting for the device"
-        if p.get("segments_total"):
-            text = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}"
-            if p.get("fps"):
+        if p.get("segments_total") or p.get("frames_total"):
+            stage = p.get("state") if p.get("state") in ("assembling", "marking") else ""
+            where = f"frame {p['frames_done']}/{p['frames_total']}" if p.get("frames_total") \
+                else ""
+            if p.get("segments_total"):
+                seg = f"segment {p['segments_done']}/{p['segments_total']}"
+                where = f"{where} ({seg})" if where else seg
+            text = f"{p.get('target', '')} {stage or where}"
+            if p.get("fps") and not stage:
                 text += f", {p['fps']:.1f} fps"
-            if p.get("eta_s") is not None:
+            if p.get("eta_s") is not None and not stage:
                 text += f", ETA {_duration(p['eta_s'])}"
             return text.strip()
         return p.get("state") or "starting"

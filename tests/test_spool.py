@@ -290,3 +290,56 @@ def test_an_unknown_key_in_a_job_file_names_the_file(workdir, tmp_path):
     line = r.stderr.strip()
     assert line == f"render: error: job file {jobfile}: unknown key 'detect.sise'; did you mean " \
         f"{line.split('did you mean ', 1)[1]}" and "detect.size" in line, line
+
+
+# -- progress per frame ---------------------------------------------------------------------------
+def test_job_progress_is_written_at_most_every_second_and_at_once_on_a_new_stage(tmp_path):
+    from render.job_progress import JobProgress
+    from render.spool import Spool
+
+    spool = Spool(tmp_path / "spool")
+    spool.ensure()
+    now = [100.0]
+    writes = []
+    spool.progress = lambda job_id, **data: writes.append(dict(data))   # what would be written
+    p = JobProgress(spool, "j1", clock=lambda: now[0])
+    p.waiting("waiting for fake-gpu-0: held by job abc of bea")
+    assert writes[-1] == {"state": "waiting", "waiting": "waiting for fake-gpu-0: held by job abc of bea"}
+    p.segment("clip.mp4", None, 0, 1)
+    for frame in range(1, 51):                # 50 frames over 2.5 s: at most one write a second
+        now[0] += 0.05
+        p.frames("clip.mp4", "rendering", frame, 60)
+    rendering = [w for w in writes if w["state"] == "rendering" and "frames_done" in w]
+    assert 2 <= len(rendering) <= 4, rendering
+    last = rendering[-1]
+    assert last["frames_total"] == 60 and last["segments_total"] == 1
+    assert last["fps"] == pytest.approx(20.0, rel=0.05)
+    assert last["eta_s"] == pytest.approx((60 - last["frames_done"]) / 20.0, rel=0.1)
+    p.frames("clip.mp4", "marking", 60, 60)   # a new stage is written at once
+    assert writes[-1]["state"] == "marking" and writes[-1]["eta_s"] is None
+
+
+def test_a_worker_records_frames_within_a_single_segment(workdir, standin_models, tmp_path):
+    clip = mf.make_clip(tmp_path / "one.mp4", width=1280, height=720, seconds=9.0)
+    job = submit(workdir, "profile=low", "segment.seconds=10", "mark.enabled=false",
+                 f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
+                 f"output={workdir / 'out' / 'one.mp4'}")
+    w = worker(workdir, standin_models)
+    seen = []
+    path = workdir / "spool" / "progress" / f"{job}.json"
+    deadline = time.time() + 120
+    while w.poll() is None and time.time() < deadline:
+        try:
+            data = json.loads(path.read_text())     # renamed into place: never half-written
+        except FileNotFoundError:
+            data = None
+        if data and data.get("frames_total") and (not seen or seen[-1] != data["frames_done"]):
+            seen.append(data["frames_done"])
+            assert data["segments_total"] == 1 and data["frames_total"] == clip.frame_count
+        time.sleep(0.05)
+    _, err = w.communicate(timeout=60)
+    assert w.returncode == 0, err
+    assert jobs(workdir)[job] == "done"
+    moved = [n for n in seen if 0 < n < clip.frame_count]
+    assert len(moved) >= 2, seen             # the count moved within the one segment
+    assert seen == sorted(seen)

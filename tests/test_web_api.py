@@ -353,3 +353,83 @@ def test_the_progress_line_has_segments_fps_and_eta():
         "state": "rendering", "target": "target.mp4", "segments_done": 2, "segments_total": 5,
         "fps": 12.34, "eta_s": 75.2})
     assert describe_progress(job) == "target.mp4 segment 2/5, 12.3 fps, ETA 1 min 15 s"
+    job.progress.update(frames_done=40, frames_total=150)
+    assert describe_progress(job) == \
+        "target.mp4 frame 40/150 (segment 2/5), 12.3 fps, ETA 1 min 15 s"
+    job.progress.update(state="marking")
+    assert describe_progress(job) == "target.mp4 marking"
+
+
+def test_a_result_is_served_with_range_requests_to_its_owner_only(room, server, media, tmp_path):
+    import subprocess
+
+    webm = tmp_path / "clip.webm"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(media.clip), "-c:v",
+                    "libvpx-vp9", "-deadline", "realtime", str(webm)], check=True)
+    una = student(room, server, "una")
+    r = una.submit(media.face, webm, names=("me.jpg", "our day.webm"))
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    worker = start_worker(room)
+    try:
+        job = una.wait(job_id)
+    finally:
+        stop_worker(worker)
+    assert job["state"] == "done", job
+    full = una.get(job["output"])
+    size = len(full.content)
+    assert full.status_code == 200 and full.headers["accept-ranges"] == "bytes"
+    # the upload's container and name come back: a .webm is offered as .webm
+    assert 'filename="our_day-swapped.webm"' in full.headers["content-disposition"]
+    assert full.content[:4] == b"\x1a\x45\xdf\xa3"              # EBML: Matroska/WebM
+    part = una.get(job["output"], headers={"Range": "bytes=100-299"})
+    assert part.status_code == 206 and part.content == full.content[100:300]
+    assert part.headers["content-range"] == f"bytes 100-299/{size}"
+    tail = una.get(job["output"], headers={"Range": "bytes=-50"})
+    assert tail.status_code == 206 and tail.content == full.content[-50:]
+    beyond = una.get(job["output"], headers={"Range": f"bytes={size}-"})
+    assert beyond.status_code == 416 and beyond.headers["content-range"] == f"bytes */{size}"
+    for bad in ("bytes=abc", "bytes=5-2", "pages=1-2", "bytes=" + "9" * 40 + "-"):
+        r = una.get(job["output"], headers={"Range": bad})
+        assert r.status_code in (200, 400, 416), (bad, r.status_code, r.text[:200])
+    assert una.get(job["output"] + "?inline=1").headers["content-disposition"].startswith("inline")
+
+    poster = una.get(job["poster"])
+    assert poster.status_code == 200 and poster.content[:2] == b"\xff\xd8"
+    card = una.get(job["card"]).json()
+    assert card["status"] == "done" and card["synthetic"] is True and card["models"]
+    assert card["made"]["kind"] == "video" and card["made"]["frames"] > 0
+    assert card["consent"]["given"] is True and card["consent"]["by"] == "una"
+    assert "/" not in json.dumps(card["made"]) and "path" not in json.dumps(card)
+
+    # another student: every file of the job is "no such thing", with or without a range
+    vic = student(room, server, "vic")
+    for url in (job["output"], job["poster"], job["card"], job["report"],
+                f"/api/files/{job['target']['file']}"):
+        assert vic.get(url).status_code == 404, url
+        assert vic.get(url, headers={"Range": "bytes=0-9"}).status_code == 404, url
+    assert una.get(f"/api/files/{job['target']['file']}",
+                   headers={"Range": "bytes=0-9"}).status_code == 206
+    assert una.delete(f"/api/jobs/{job_id}").status_code == 204
+
+
+def test_messages_are_in_the_students_terms_and_the_teachers_in_full(tmp_path):
+    from render.spool import Job
+    from render.web.views import job_view
+
+    folder = "/srv/class/files/e211f66b6835a719"
+    error = (f"target {folder}/target.mp4 ends at frame 31 of 50 (file truncated?); "
+             f"allow_partial=true renders the 31 readable frames")
+    job = Job("0badf00d", "failed", {
+        "owner": "ann", "settings": {"target": f"{folder}/target.mp4",
+                                     "source": f"{folder}/source.jpg",
+                                     "output": f"{folder}/out/result.mp4"},
+        "meta": {"classroom": {"folder": "e211f66b6835a719", "target": {"name": "My day.mp4"},
+                               "source": {"name": "me.jpg"}}}},
+        result={"error": error})
+    seen = job_view(job, order={}, retention=7, output=None, cancelling=False, full=False)
+    assert seen["error"] == "target 'My day.mp4' ends at frame 31 of 50 (file truncated?) " \
+                            "(your teacher can see the details)"
+    assert "/" not in seen["error"].replace("(file truncated?)", "")
+    assert job_view(job, order={}, retention=7, output=None, cancelling=False,
+                    full=True)["error"] == error

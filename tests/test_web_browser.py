@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -205,3 +206,113 @@ def test_the_teacher_page_shows_two_students_jobs_in_a_real_browser(browser, roo
              what="saved")
     assert Client(server.url).sign_in("bea", PASSWORD).status_code == 200
     assert bea.get("/api/settings").json()["max_clip_seconds"] == 30
+
+
+# -- watching a render and its result -----------------------------------------------------------
+LONG_NAME = ("a-clip-with-a-very-long-name-that-has-no-spaces-at-all_" * 3)[:116] + ".mp4"
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory, standin_models):
+    """A classroom whose worker renders a clip as one segment (segment.seconds=10), and a clip
+    long and large enough that the per-frame progress is seen moving on the page."""
+    d = tmp_path_factory.mktemp("watchclass")
+    room = Classroom(d, standin_models)
+    server = Server(room)
+    worker = start_worker(room, "segment.seconds=10")
+    clip = mf.make_clip(d / LONG_NAME, width=1280, height=720, seconds=9.0)
+    yield SimpleNamespace(room=room, server=server, clip=clip)
+    stop_worker(worker)
+    assert server.stop() == 0, server.text()
+
+
+def inside_viewport(driver, selector: str) -> list[str]:
+    """The elements matching ``selector`` that are not wholly inside the window's width."""
+    return driver.execute_script("""
+        const w = document.documentElement.clientWidth, out = [];
+        for (const e of document.querySelectorAll(arguments[0])) {
+          const r = e.getBoundingClientRect();
+          if (r.width && (r.left < -1 || r.right > w + 1)) out.push(`${e.className || e.tagName}: ${r.left}-${r.right} of ${w}`);
+        }
+        if (document.documentElement.scrollWidth > w + 1) out.push(`page ${document.documentElement.scrollWidth} wide`);
+        return out;""", selector)
+
+
+def test_a_student_watches_the_progress_plays_the_result_and_reads_the_report(browser, slow, media):
+    from selenium.webdriver.common.by import By
+
+    first_sign_in(browser, slow.server.url, "cleo", slow.room.add_user("cleo"))
+    wait_for(browser, lambda d: d.current_url.endswith("/student"), what="the student page")
+    browser.find_element(By.ID, "source").send_keys(str(media.face))
+    browser.find_element(By.ID, "target").send_keys(str(slow.clip.path))
+    browser.find_element(By.ID, "consent").click()
+    browser.find_element(By.ID, "submit-button").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#jobs tr.job"), what="the job row")
+
+    # the progress moves within the one segment: frames, fps and time left, at least every 2 s
+    seen, texts = [], set()
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        state = browser.execute_script("""
+            const tr = document.querySelector('#jobs tr.job');
+            const p = tr && tr.querySelector('progress');
+            return tr && [tr.dataset.state, p ? +p.dataset.done : null, p ? +p.dataset.total : null,
+                          tr.querySelector('td.status').innerText];""")
+        if state and state[2] == slow.clip.frame_count and (not seen or seen[-1] != state[1]):
+            seen.append(state[1])
+            texts.add(state[3])
+        if state and state[0] in ("done", "failed"):
+            break
+        time.sleep(0.2)
+    row = browser.find_element(By.CSS_SELECTOR, "#jobs tr.job")
+    assert row.get_attribute("data-state") == "done", row.text
+    moving = [n for n in seen if 0 < n < slow.clip.frame_count]
+    assert len(moving) >= 2, (seen, texts)
+    assert any("frame " in t and " fps" in t and "left" in t for t in texts), texts
+
+    # the 120-character name is shortened, whole on hover, and every column stays in view
+    name = row.find_element(By.CSS_SELECTOR, "td.files .name[title$='.mp4']")
+    assert name.get_attribute("title") == LONG_NAME and len(LONG_NAME) == 120
+    assert browser.execute_script("return arguments[0].scrollWidth > arguments[0].clientWidth", name)
+    assert inside_viewport(browser, "#jobs tr.job td, #jobs tr.job .actions > *, header *") == []
+
+    # the result plays on the page beside the original, with a poster frame; it seeks
+    row.find_element(By.CSS_SELECTOR, "button.watch").click()
+    video = wait_for(browser, lambda d: next(iter(d.find_elements(By.CSS_SELECTOR, "video#result")), None),
+                     what="the player")
+    assert video.get_attribute("poster").endswith("/poster")
+    assert browser.find_elements(By.CSS_SELECTOR, "video#original")
+    browser.execute_script("arguments[0].muted = true; arguments[0].play();", video)
+    wait_for(browser, lambda d: d.execute_script("return arguments[0].currentTime > 0.5", video),
+             what="the result playing")
+    browser.execute_script("document.getElementById('viewer').scrollIntoView()")
+    shot = artifacts() / "web-student-playing-1280.png"
+    browser.save_screenshot(str(shot))
+    browser.execute_script("arguments[0].currentTime = arguments[0].duration - 1;", video)
+    wait_for(browser, lambda d: d.execute_script("return arguments[0].ended", video), timeout=30,
+             what="the end of the result")
+
+    # the report as a card, the JSON one click away
+    wait_for(browser, lambda d: "Marked as synthetic" in d.find_element(By.ID, "card").text,
+             what="the report card")
+    card = browser.find_element(By.ID, "card").text
+    assert "Consent" in card and "ticked by cleo" in card and "Models" in card
+    assert browser.find_element(By.ID, "report-json").get_attribute("href").endswith("/report?inline=1")
+
+    # a phone's width: every part of the job and the player stays inside the screen
+    browser.set_window_size(375, 900)
+    wait_for(browser, lambda d: d.execute_script("return document.documentElement.clientWidth") <= 375,
+             what="the narrow window")
+    assert inside_viewport(browser, "#jobs tr.job td, #jobs tr.job .actions > *, #viewer video, "
+                                    "#card dd, header *, #submit-form *") == []
+    browser.execute_script("document.querySelector('#jobs tr.job').scrollIntoView()")
+    browser.save_screenshot(str(artifacts() / "web-student-375.png"))
+
+    # tokens for scripts: a page of their own, from the account menu
+    browser.set_window_size(1280, 1100)
+    browser.find_element(By.CSS_SELECTOR, "details.menu summary").click()
+    browser.find_element(By.ID, "tokens-link").click()
+    wait_for(browser, lambda d: d.current_url.endswith("/tokens"), what="the tokens page")
+    wait_for(browser, lambda d: d.find_element(By.ID, "token-button").is_enabled(), what="the button")
+    browser.find_element(By.ID, "token-button").click()
+    wait_for(browser, lambda d: len(d.find_element(By.ID, "token").text) > 20, what="a token")

@@ -17,7 +17,6 @@ import shutil
 import sqlite3
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,7 +24,7 @@ from ..config import Config
 from ..errors import RenderError
 from ..files import fsync_dir
 from ..lock import describe_holder, holders
-from ..report import report_path
+from ..media.formats import VIDEO_FORMATS
 from ..spool import FINAL, Job, Spool
 from ..work import describe_progress, validate
 from . import settings as class_settings
@@ -34,6 +33,7 @@ from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
 from .uploads import FaceFinder, Received, check_source, check_target
+from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +41,6 @@ CONSENT = "I have the consent of the people in these files"
 JOB_ID_LEN = 8
 STALE_S = 3600.0          # incoming parts and unreferenced job folders older than this are removed
 SNAPSHOT_S = 0.5          # the spool is read at most this often for the pages' polling
-
-
-def _iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
-
-
-def _ts(text: Any) -> float | None:
-    try:
-        return datetime.fromisoformat(str(text)).timestamp()
-    except ValueError:
-        return None
-
-
-def classroom_meta(job: Job) -> dict[str, Any] | None:
-    meta = ((job.spec or {}).get("meta") or {})
-    found = meta.get("classroom")
-    return found if isinstance(found, dict) else None
 
 
 class Classroom:
@@ -122,7 +103,7 @@ class Classroom:
         mine = [j for j in jobs if self.visible(user, j)]
         mine.sort(key=lambda j: (j.submitted, j.id), reverse=True)
         retention = self.settings().retention_days
-        return [self.view(j, order, retention) for j in mine]
+        return [self.view(j, order, retention, full=user.teacher) for j in mine]
 
     def job_for(self, user: User, job_id: str) -> Job:
         if len(job_id) != JOB_ID_LEN or not all(c in "0123456789abcdef" for c in job_id):
@@ -136,57 +117,16 @@ class Classroom:
         return job
 
     def view(self, job: Job, order: Mapping[str, int] | None = None,
-             retention: int | None = None) -> dict[str, Any]:
-        """A job as the pages and the API show it."""
+             retention: int | None = None, *, full: bool = False) -> dict[str, Any]:
+        """A job as the pages and the API show it (``full``: the teacher's, messages as the
+        worker wrote them; else in the student's terms)."""
         if order is None:
             order = self._jobs()[1]
         if retention is None:
             retention = self.settings().retention_days
-        c = classroom_meta(job) or {}
-        meta = (job.spec or {}).get("meta") or {}
-        p = job.progress or {}
-        phase = job.state
-        if job.state == "running":
-            if self.spool.cancel_requested(job.id):
-                phase = "cancelling"
-            elif job.worker_gone:
-                phase = "worker gone"
-            elif p.get("state") == "waiting":
-                phase = "waiting"
-            else:
-                phase = p.get("state") or "starting"
-        result = job.result or {}
-        finished = _ts(result.get("finished")) if job.state in FINAL else None
-        if job.state in FINAL and finished is None:
-            finished = job.changed or None
-        output = self.output_of(job)
-        report = report_path(output) if output is not None else None
-        return {
-            "id": job.id,
-            "owner": job.owner,
-            "classroom": bool(c),
-            "state": job.state,
-            "phase": phase,
-            "submitted": job.submitted,
-            "profile": job.settings.get("profile"),
-            "source": c.get("source"),
-            "target": c.get("target"),
-            "consent": bool((meta.get("consent") or {}).get("given")),
-            "queue_position": order.get(job.id),
-            "queue_length": len(order),
-            "waiting_for": p.get("waiting") if phase == "waiting" else None,
-            "progress": ({k: p.get(k) for k in ("segments_done", "segments_total", "fps", "eta_s")}
-                         if job.state == "running" and not job.worker_gone and p.get("segments_total")
-                         else None),
-            "message": describe_progress(job),
-            "error": result.get("error") if job.state in ("failed", "cancelled") else None,
-            "finished": _iso(finished),
-            "expires": _iso(finished + retention * 86400) if finished and c else None,
-            "output": f"/api/jobs/{job.id}/output" if job.state == "done" and output is not None
-            and output.is_file() else None,
-            "report": f"/api/jobs/{job.id}/report" if report is not None and report.is_file()
-            else None,
-        }
+        return job_view(job, order=order, retention=retention, output=self.output_of(job),
+                        cancelling=job.state == "running" and self.spool.cancel_requested(job.id),
+                        full=full)
 
     def output_of(self, job: Job) -> Path | None:
         """The output file of a page job (None for jobs that did not come from the page)."""
@@ -253,7 +193,8 @@ class Classroom:
             os.replace(source.path, source_path)
             os.replace(target.path, target_path)
             fsync_dir(folder)
-            output = folder / "out" / ("result.png" if target_info.is_image else "result.mp4")
+            output = folder / "out" / ("result.png" if target_info.is_image else
+                                       "result" + result_extension(target.name, target_ext))
             job_settings = {"profile": profile, "source": str(source_path),
                             "target": str(target_path), "output": str(output)}
             try:
@@ -279,7 +220,7 @@ class Classroom:
                 job_id = self.spool.submit(job_settings, owner=user.name, meta=meta)
             self._forget_snapshot()
             log.info("job %s queued for %s (%s, %s)", job_id, user.name, source.name, target.name)
-            return self.view(self.spool.get(job_id))
+            return self.view(self.spool.get(job_id), full=user.teacher)
         except BaseException as exc:
             if folder is not None:
                 self._remove_folder(folder.name)
@@ -301,7 +242,7 @@ class Classroom:
         except RenderError as exc:
             raise Refused(409, str(exc)) from None
         self._forget_snapshot()
-        return self.view(self.spool.get(job_id))
+        return self.view(self.spool.get(job_id), full=user.teacher)
 
     def retry(self, user: User, job_id: str) -> dict[str, Any]:
         job = self.job_for(user, job_id)
@@ -312,7 +253,7 @@ class Classroom:
         except RenderError as exc:
             raise Refused(409, str(exc)) from None
         self._forget_snapshot()
-        return self.view(self.spool.get(job_id))
+        return self.view(self.spool.get(job_id), full=user.teacher)
 
     def delete(self, user: User, job_id: str) -> None:
         """A queued job is cancelled and removed; a finished one is removed with every file of
@@ -424,6 +365,16 @@ class Classroom:
             "state_dir": str(self.state),
             "now": _iso(time.time()),
         }
+
+
+def result_extension(uploaded: str, stored: str) -> str:
+    """The result keeps the uploaded name's container where the probed one agrees and it can be
+    written (a .webm stays .webm, a .mov .mov: ffprobe calls them matroska and mov)."""
+    suffix = Path(uploaded).suffix.lower()
+    family = {".mkv": ".mkv", ".webm": ".mkv", ".mp4": ".mp4", ".m4v": ".mp4", ".mov": ".mp4"}
+    if suffix in VIDEO_FORMATS and family.get(suffix) == stored:
+        return suffix
+    return stored if stored in VIDEO_FORMATS else ".mp4"
 
 
 def _age(path: Path, now: float) -> float:

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import sqlite3
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -35,12 +33,13 @@ from ..config import profile_names
 from .accounts import (COOKIE, SESSION_MAX_S, PasswordRejected, Session, SignInRefused, User,
                        check_new_password, same_secret)
 from .classroom import CONSENT, Classroom
-from .errors import Refused, disk_full, not_found, out_of_space
+from .errors import Refused, disk_full, out_of_space
+from .pages import STATIC, add_pages
+from .results import add_result_routes
 from .uploads import drain, receive
 
 log = logging.getLogger(__name__)
 
-STATIC = Path(__file__).resolve().parent / "static"
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SECURITY_HEADERS = [
     (b"content-security-policy",
@@ -130,11 +129,6 @@ def _same_origin(request: Request) -> bool:
         return urlsplit(origin).netloc == host
     except ValueError:          # not a URL at all (e.g. "http://[::1"): not this site either
         return False
-
-
-def download_name(label: str, suffix: str) -> str:
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(label).stem).strip("._") or "render"
-    return f"{stem[:60]}{suffix}"
 
 
 def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI:
@@ -340,7 +334,7 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
 
     @app.get("/api/jobs/{job_id}", tags=["jobs"], summary="One job: state, queue position, progress")
     def get_job(job_id: str, c: Caller = Depends(member)) -> dict[str, Any]:
-        return classroom.view(classroom.job_for(c.user, job_id))
+        return classroom.view(classroom.job_for(c.user, job_id), full=c.user.teacher)
 
     @app.post("/api/jobs/{job_id}/cancel", tags=["jobs"],
               summary="Cancel a queued job (at once) or a running one (within a segment)")
@@ -358,79 +352,9 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         classroom.delete(c.user, job_id)
         return Response(status_code=204)
 
-    @app.get("/api/jobs/{job_id}/output", tags=["jobs"], summary="Download the result",
-             response_class=FileResponse)
-    def output(job_id: str, c: Caller = Depends(member)) -> FileResponse:
-        job = classroom.job_for(c.user, job_id)
-        path = classroom.output_of(job)
-        if job.state != "done" or path is None or not path.is_file():
-            raise not_found("result (the job is not done)")
-        label = ((job.spec or {}).get("meta") or {}).get("classroom", {}).get("target", {}) \
-            .get("name", "render")
-        return FileResponse(path, filename=download_name(label, "-swapped" + path.suffix))
+    add_result_routes(app, classroom, member)
 
-    @app.get("/api/jobs/{job_id}/report", tags=["jobs"],
-             summary="Download the report of the result (JSON)", response_class=FileResponse)
-    def report(job_id: str, c: Caller = Depends(member)) -> FileResponse:
-        from ..report import report_path
-
-        job = classroom.job_for(c.user, job_id)
-        path = classroom.output_of(job)
-        report = report_path(path) if path is not None else None
-        if report is None or not report.is_file():
-            raise not_found("report")
-        label = ((job.spec or {}).get("meta") or {}).get("classroom", {}).get("target", {}) \
-            .get("name", "render")
-        return FileResponse(report, media_type="application/json",
-                            filename=download_name(label, "-swapped.report.json"))
-
-    @app.get("/api/files/{file_id}", tags=["jobs"], summary="Download one of your uploads",
-             response_class=FileResponse)
-    def uploaded(file_id: str, c: Caller = Depends(member)) -> FileResponse:
-        path, name = classroom.file_for(c.user, file_id)
-        return FileResponse(path, filename=download_name(name, path.suffix))
-
-    # -- pages ----------------------------------------------------------------------------------
-    def page_session(request: Request) -> Session | None:
-        return accounts.session(request.cookies.get(COOKIE))
-
-    def page(name: str) -> FileResponse:
-        return FileResponse(STATIC / name, media_type="text/html",
-                            headers={"cache-control": "no-store"})
-
-    @app.get("/", include_in_schema=False)
-    def home(request: Request):
-        s = page_session(request)
-        if s is None:
-            return RedirectResponse("/signin", status_code=303)
-        if s.user.must_change:
-            return RedirectResponse("/password", status_code=303)
-        return RedirectResponse("/teacher" if s.user.teacher else "/student", status_code=303)
-
-    @app.get("/signin", include_in_schema=False)
-    def signin_page():
-        return page("signin.html")
-
-    @app.get("/password", include_in_schema=False)
-    def password_page(request: Request):
-        if page_session(request) is None:
-            return RedirectResponse("/signin", status_code=303)
-        return page("password.html")
-
-    @app.get("/student", include_in_schema=False)
-    def student_page(request: Request):
-        s = page_session(request)
-        if s is None or s.user.must_change:
-            return RedirectResponse("/", status_code=303)
-        return page("student.html")
-
-    @app.get("/teacher", include_in_schema=False)
-    def teacher_page(request: Request):
-        s = page_session(request)
-        if s is None or s.user.must_change or not s.user.teacher:
-            return RedirectResponse("/", status_code=303)
-        return page("teacher.html")
-
+    add_pages(app, accounts)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

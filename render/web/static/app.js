@@ -80,6 +80,9 @@ const Classroom = (() => {
     return isNaN(d) ? iso : d.toLocaleString();
   }
 
+  const STAGES = { rendering: "rendering", assembling: "assembling the clip",
+                   marking: "marking it as synthetic" };
+
   // What a job is doing, in words, and a progress element while it renders.
   function describe(job) {
     const parts = [];
@@ -90,9 +93,14 @@ const Classroom = (() => {
       if (job.waiting_for) parts.push(job.waiting_for.replace(/^waiting for /, ""));
     } else if (job.progress) {
       const p = job.progress;
-      let text = `rendering: segment ${p.segments_done} of ${p.segments_total}`;
-      if (p.fps) text += `, ${p.fps.toFixed(1)} fps`;
-      if (p.eta_s !== null && p.eta_s !== undefined) text += `, ETA ${duration(p.eta_s)}`;
+      const stage = STAGES[p.stage] || p.stage || "rendering";
+      let text = stage;
+      if (p.stage === "rendering" || !p.stage) {
+        if (p.frames_total) text += `: frame ${p.frames_done || 0} of ${p.frames_total}`;
+        else text += `: segment ${p.segments_done} of ${p.segments_total}`;
+        if (p.fps) text += ` · ${p.fps.toFixed(1)} fps`;
+        if (p.eta_s !== null && p.eta_s !== undefined) text += ` · about ${duration(p.eta_s)} left`;
+      }
       parts.push(text);
     } else if (job.phase === "done") {
       parts.push("done");
@@ -106,17 +114,26 @@ const Classroom = (() => {
 
   function phaseCell(job) {
     const [first, ...rest] = describe(job);
-    const cell = el("td", { class: "status" },
+    const cell = el("td", { class: "status", "aria-live": "polite" },
       el("span", { class: "phase", "data-phase": job.phase }, job.phase));
     const detail = first === job.phase ? null : first.replace(new RegExp(`^${job.phase}: `), "");
     if (detail) cell.append(el("div", { class: "detail" }, detail));
     for (const line of rest) cell.append(el("div", { class: "muted" }, line));
-    if (job.progress && job.progress.segments_total) {
-      cell.append(el("div", {}, el("progress", {
-        max: job.progress.segments_total, value: job.progress.segments_done })));
+    const p = job.progress;
+    if (p && (p.frames_total || p.segments_total)) {
+      const [value, max] = p.frames_total ? [p.frames_done || 0, p.frames_total]
+                                          : [p.segments_done, p.segments_total];
+      cell.append(el("div", {}, el("progress", { max, value, "aria-label": `${job.phase} progress`,
+        "data-done": value, "data-total": max })));
     }
     if (job.expires) cell.append(el("div", { class: "muted" }, `kept until ${when(job.expires)}`));
     return cell;
+  }
+
+  // A file name that may be long: shortened with an ellipsis, the whole name on hover.
+  function name(text, href) {
+    const attrs = { class: "name", title: text };
+    return href ? el("a", { ...attrs, href }, text) : el("span", attrs, text);
   }
 
   // Rows of a table body, one per job, rebuilt only when the job changed (so that a row being
@@ -140,5 +157,5 @@ const Classroom = (() => {
   }
 
   return { api, session, setCsrf, csrfToken, say, el, duration, bytes, when, describe,
-           phaseCell, renderRows, signOut };
+           phaseCell, renderRows, signOut, name };
 })();

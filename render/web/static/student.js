@@ -6,6 +6,7 @@
   document.getElementById("who").textContent = me.name;
   if (me.role === "teacher") document.getElementById("teacher-link").hidden = false;
   document.getElementById("signout").addEventListener("click", C.signOut);
+  const label = (job) => (job.target && job.target.name) || "your clip";
 
   const settings = await C.api("GET", "/api/settings");
   const profile = document.getElementById("profile");
@@ -69,24 +70,86 @@
   }
 
   function row(job) {
-    const files = C.el("td", {},
-      C.el("div", {}, "face: ", job.source ? C.el("a", { href: `/api/files/${job.source.file}` }, job.source.name) : "?"),
-      C.el("div", {}, "into: ", job.target ? C.el("a", { href: `/api/files/${job.target.file}` }, job.target.name) : "?"));
+    const files = C.el("td", { class: "files" },
+      C.el("div", {}, "face: ", job.source ? C.name(job.source.name, `/api/files/${job.source.file}`) : "?"),
+      C.el("div", {}, "into: ", job.target ? C.name(job.target.name, `/api/files/${job.target.file}`) : "?"));
     const actions = C.el("td", { class: "actions" });
-    if (job.output) actions.append(C.el("a", { class: "button download", href: job.output }, "Download result"));
-    if (job.report) actions.append(C.el("a", { class: "button secondary report", href: job.report }, "Report"));
+    const what = label(job);
+    if (job.output) {
+      actions.append(C.el("button", { class: "watch", "aria-label": `Watch the result of ${what}`,
+                                      onclick: () => show(job) }, "Watch"));
+      actions.append(C.el("a", { class: "button secondary download", href: job.output,
+                                 "aria-label": `Download the result of ${what}` }, "Download"));
+    }
+    if (job.card) actions.append(C.el("button", { class: "secondary report",
+      "aria-label": `Report of ${what}`, onclick: () => show(job, true) }, "Report"));
     if (job.state === "queued" || job.state === "running") {
-      actions.append(C.el("button", { class: "danger cancel",
+      actions.append(C.el("button", { class: "danger cancel", "aria-label": `Cancel ${what}`,
         onclick: () => act("POST", `/api/jobs/${job.id}/cancel`, "cancelling") }, "Cancel"));
     }
     if (job.state !== "running") {
-      actions.append(C.el("button", { class: "danger delete", onclick: () => {
+      actions.append(C.el("button", { class: "danger delete", "aria-label": `Delete ${what}`, onclick: () => {
         if (window.confirm("Delete this render and all its files?")) act("DELETE", `/api/jobs/${job.id}`, "deleted");
       } }, "Delete"));
     }
     return C.el("tr", { class: "job", "data-id": job.id, "data-state": job.state },
       C.el("td", {}, C.when(job.submitted)), files, C.el("td", {}, job.profile || ""),
       C.phaseCell(job), actions);
+  }
+
+  // The result beside the original, and the report as a card (the JSON one click away).
+  const viewer = document.getElementById("viewer");
+  function media(kind, src, attrs) {
+    if (kind === "image") return C.el("img", { src, alt: attrs["aria-label"], ...attrs });
+    return C.el("video", { src, controls: true, preload: "metadata", playsinline: true, ...attrs },
+      "This browser cannot play it here: download it instead.");
+  }
+  async function show(job, cardOnly) {
+    viewer.hidden = false;
+    document.getElementById("viewer-title").textContent = `Result: ${label(job)}`;
+    document.getElementById("viewer-original-name").textContent = label(job);
+    document.getElementById("viewer-original-name").title = label(job);
+    const kind = job.kind === "image" ? "image" : "video";
+    const original = job.target ? media(job.target.kind === "image" ? "image" : "video",
+      `/api/files/${job.target.file}?inline=1`, { id: "original", "aria-label": `Original: ${label(job)}` }) : "";
+    const result = job.output ? media(kind, `${job.output}?inline=1`,
+      { id: "result", poster: kind === "video" ? job.poster : null, "aria-label": `Result of ${label(job)}` }) : "";
+    document.getElementById("viewer-original").replaceChildren(original);
+    document.getElementById("viewer-result").replaceChildren(result);
+    const card = document.getElementById("card");
+    card.replaceChildren(C.el("p", { class: "muted" }, "loading the report …"));
+    try {
+      card.replaceChildren(reportCard(await C.api("GET", job.card), job));
+    } catch (e) {
+      card.replaceChildren(C.el("p", { class: "message error" }, e.message));
+    }
+    (cardOnly ? card : viewer).scrollIntoView({ block: "start" });
+  }
+  document.getElementById("viewer-close").addEventListener("click", () => {
+    viewer.querySelectorAll("video").forEach((v) => v.pause());
+    viewer.hidden = true;
+  });
+
+  function reportCard(r, job) {
+    const m = r.made || {};
+    const size = m.width ? `${m.width} × ${m.height}` : "";
+    const made = m.kind === "video"
+      ? `a ${size} video, ${m.frames} frames (${C.duration(m.duration || 0)})${m.video_codec ? `, ${m.video_codec}` : ""}`
+      : `a ${size} picture`;
+    const swapped = r.swapped ? `faces swapped in ${r.swapped.frames_touched} of ${r.swapped.frames} frames` : "";
+    const models = (r.models || []).map((x) => x.name + (x.precision ? ` (${x.precision})` : "")).join(", ");
+    const consent = r.consent && r.consent.given
+      ? `“${r.consent.statement}”, ticked by ${r.consent.by} on ${C.when(r.consent.at)}` : "not recorded";
+    const rows = [["What was made", made], ["Faces", swapped], ["Profile", r.profile || job.profile],
+      ["Models", models], ["Time", r.seconds !== null && r.seconds !== undefined
+        ? `${C.duration(r.seconds)}${r.fps ? ` (${r.fps.toFixed(1)} frames a second)` : ""}` : ""],
+      ["Marked as synthetic", r.synthetic ? `yes${r.marks.length ? ` (${r.marks.join(", ")})` : ""}` : "no"],
+      ["Consent", consent]];
+    return C.el("div", {},
+      C.el("h3", {}, "Report"),
+      C.el("dl", {}, ...rows.filter(([, v]) => v).flatMap(([k, v]) => [C.el("dt", {}, k), C.el("dd", {}, v)])),
+      C.el("a", { class: "button secondary", id: "report-json", href: `${job.report}?inline=1`,
+                  target: "_blank", rel: "noopener" }, "The full report (JSON)"));
   }
 
   async function refresh() {
@@ -100,11 +163,6 @@
       C.say(document.getElementById("jobs-message"), e.message, "error");
     }
   }
-
-  document.getElementById("token-button").addEventListener("click", async () => {
-    const t = await C.api("POST", "/api/tokens");
-    document.getElementById("token").textContent = t.token;
-  });
 
   refresh();
   window.setInterval(refresh, 1000);

@@ -19,13 +19,13 @@
   }
 
   function row(job) {
-    const files = C.el("td", {});
-    if (job.source) files.append(C.el("div", {}, "face: ", C.el("a", { href: `/api/files/${job.source.file}` }, job.source.name)));
-    if (job.target) files.append(C.el("div", {}, "into: ", C.el("a", { href: `/api/files/${job.target.file}` }, job.target.name)));
+    const files = C.el("td", { class: "files" });
+    if (job.source) files.append(C.el("div", {}, "face: ", C.name(job.source.name, `/api/files/${job.source.file}`)));
+    if (job.target) files.append(C.el("div", {}, "into: ", C.name(job.target.name, `/api/files/${job.target.file}`)));
     if (!job.classroom) files.append(C.el("span", { class: "muted" }, "(render submit)"));
     const actions = C.el("td", { class: "actions" });
     if (job.output) actions.append(C.el("a", { class: "button download", href: job.output }, "Result"));
-    if (job.report) actions.append(C.el("a", { class: "button secondary report", href: job.report }, "Report"));
+    if (job.report) actions.append(C.el("a", { class: "button secondary report", href: `${job.report}?inline=1`, target: "_blank", rel: "noopener" }, "Report"));
     if (job.state === "queued" || job.state === "running") {
       actions.append(C.el("button", { class: "danger cancel",
         onclick: () => act("POST", `/api/jobs/${job.id}/cancel`, `job ${job.id}: cancelling`) }, "Cancel"));
