@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping, Sequence, get_origin, get_type_hints
 
 import yaml
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROFILES_DIR = PROJECT_ROOT / "profiles"
 
 PROVIDERS = ("tensorrt", "cuda", "cpu")
@@ -520,7 +520,7 @@ def load_config(overrides: Mapping[str, str] | None = None,
             flat[key.name] = _coerce(key, env[var], f"environment {var}")
     profile = overrides.get("profile", SCHEMA["profile"].default)
     if profile == "auto":
-        from .gpus import auto_profile
+        from ..gpus import auto_profile
 
         profile, cpu_only, why = auto() if auto is not None else auto_profile()
         logging.getLogger(__name__).info("%s", why)
@@ -594,7 +594,7 @@ def parse_trim(text: str) -> Trim | None:
 # -- what a config needs ----------------------------------------------------------------------------
 def required_models(cfg: Config) -> list[tuple[str, str]]:
     """(manifest name, precision) of every model a render with ``cfg`` loads."""
-    from .processors.steps import chain_steps
+    from ..processors.steps import chain_steps
 
     return [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
             *((s.model, s.precision) for s in chain_steps(cfg))]
