@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from render.config import load_config
+from render.encoder import PINNED_ENCODE_THREADS
 from render.errors import MediaError, UsageError
 from render.media.probe import AudioStream, MediaInfo
 from render.media.timing import FrameTimes
-from render.plan import (PINNED_ENCODE_THREADS, Identity, RenderPlan, plan_render,
-                         segment_bounds, work_dir_for)
+from render.plan import Identity, RenderPlan, plan_render, segment_bounds, work_dir_for
 
 
 def info(**kw) -> MediaInfo:
