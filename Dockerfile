@@ -25,7 +25,7 @@
 #
 # Layer order: OS packages -> Python dependencies -> models -> application code. The models are
 # fetched in their own stage that sees only models/, profiles/ and the code of `render models fetch`
-# (render/models/, render/processors/ for the contracts, cli.py, config.py, errors.py), so editing the renderer (faces/, media/, pipeline,
+# (render/models/, render/processors/ for the contracts, cli.py, config/, errors.py), so editing the renderer (faces/, media/, pipeline,
 # renderer, sessions) never re-downloads them.
 # Only classic-builder features are used: the docker SDK and docker-compose v1 build without BuildKit.
 
@@ -105,8 +105,9 @@ ARG BASE_IMAGE
 LABEL io.render.stage=models io.render.base="$BASE_IMAGE"
 
 COPY --from=deps /opt/render/venv /opt/render/venv
-COPY render/__init__.py render/__main__.py render/cli.py render/config.py render/errors.py render/files.py render/interrupts.py \
+COPY render/__init__.py render/__main__.py render/cli.py render/errors.py render/files.py render/interrupts.py \
     /opt/render/app/render/
+COPY render/config/ /opt/render/app/render/config/
 COPY render/models/ /opt/render/app/render/models/
 COPY render/processors/ /opt/render/app/render/processors/
 COPY profiles/ /opt/render/app/profiles/

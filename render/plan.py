@@ -3,7 +3,8 @@
 A plan says everything that decides the output's bytes before any work is done: the exact frame
 range, the segments (frame-exact, boundaries on multiples of ``detect.every``), every ffmpeg
 argument list that decodes and encodes each segment, and the assembly. Trim, preview, the output
-container's codec and the encoder threads are resolved here, once. Executing the plan
+container's codec and the encoder threads are resolved here, once (the frame arithmetic in
+:mod:`render.segments`, the encoder in :mod:`render.encoder`). Executing the plan
 (:mod:`render.execute`) is the only thing that differs between a render, a resumed render, a queue
 worker and a shard of a cluster job, so the bytes never depend on how the work was scheduled.
 
@@ -14,25 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .config import SCHEMA, Config, parse_trim
-from .errors import MediaError, UsageError
+from .config import SCHEMA, Config
+from .encoder import encode_settings
 from . import media as ffargs
-from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
 from .media.probe import MediaInfo
 from .media.timing import FrameTimes
+from .segments import (INEXACT_SEEK, frame_range, frame_time, grid_rate, keyframe_seek, on_grid,
+                       segment_bounds)
 
 PLAN_SCHEMA = 2   # 2: a plan of one segment encodes the finished file (AssemblyPlan.mux empty)
-
-#: encoder threads when ``encode.threads=0``: pinned, because x264/x265/vpx output depends on the
-#: thread count, and the bytes must not depend on the machine's cores
-PINNED_ENCODE_THREADS = 4
-
 
 
 @dataclass(frozen=True)
@@ -173,180 +169,6 @@ def work_dir_for(output: Path, key: str) -> Path:
     return output.parent / f".{output.name}.render-{key[:16]}"
 
 
-# -- the encoder --------------------------------------------------------------------------------------
-def _vp9_crf(x264_crf: int) -> int:
-    """libvpx-vp9's crf (0-63) of about the quality of an x264 crf (0-51)."""
-    return max(0, min(63, round(x264_crf * 1.5)))
-
-
-def _check_preset(codec: str, preset: str | None) -> None:
-    known = PRESETS.get(codec)
-    if preset and known is not None and preset not in known:
-        raise UsageError(f"encode.preset={preset} is not a preset of {codec} (one of "
-                         f"{', '.join(known)})")
-
-
-def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = None
-                    ) -> tuple[ffargs.EncodeSettings, str]:
-    """The encoder for ``output``'s container: the profile's codec where the container takes it;
-    for a container that cannot hold the profile's codec (x264 in WebM) the container's own
-    default; a codec the user forced on the command line that the container cannot hold is an
-    error before any work."""
-    _, family = ffargs.output_format(output)
-    legal = CODECS[family]
-    enc = cfg.encode
-    codec, crf, preset = enc.codec, enc.crf, enc.preset
-    _check_preset(codec, preset)      # the same answer with or without NVENC here
-    if codec in SOFTWARE_FALLBACK and not (hw or {}).get(codec, False):
-        codec = SOFTWARE_FALLBACK[codec]      # the caller said so in one log line
-        if preset and preset not in PRESETS[codec]:   # nvenc's own (p1..p7, hq, ll...)
-            preset = "medium"
-    if legal is not None and codec not in legal:
-        if "encode.codec" in cfg.explicit:
-            raise UsageError(f"encode.codec={codec} cannot go into {output.suffix} files "
-                             f"(use one of {', '.join(legal)})")
-        codec = legal[0]
-        if codec == "libvpx-vp9" and "encode.crf" not in cfg.explicit:
-            crf = _vp9_crf(enc.crf)
-        if codec == "libvpx-vp9" and "encode.preset" not in cfg.explicit:
-            preset = "good"
-    extra: tuple[str, ...] = ()
-    if codec == "libvpx-vp9":
-        # row-based multithreading with fixed tile columns: the bitstream does not depend on the
-        # thread count; cpu-used 4 keeps the speed near x264's 'medium'
-        extra = ("-row-mt", "1", "-tile-columns", "2", "-cpu-used", "4")
-    threads = enc.threads or PINNED_ENCODE_THREADS
-    return ffargs.EncodeSettings(codec=codec, crf=crf, preset=preset, pix_fmt=enc.pix_fmt,
-                                 extra=extra, threads=threads), family
-
-
-# -- frames -------------------------------------------------------------------------------------------
-def frame_range(cfg: Config, info: MediaInfo, times: FrameTimes) -> tuple[int, int, bool]:
-    """[start, end) of the target's frames that the render covers, and whether allow_partial cut it.
-
-    A target whose container promises more frames than can be read is truncated: an error unless
-    ``allow_partial=true``, which renders the readable part.
-    """
-    total = times.count
-    partial = False
-    if times.readable < total:
-        if not cfg.allow_partial:
-            raise MediaError(f"target {info.path} ends at frame {times.readable} of {total} "
-                             f"(file truncated?); allow_partial=true renders the "
-                             f"{times.readable} readable frames")
-        total, partial = times.readable, True
-    trim = parse_trim(cfg.trim)
-    if trim is None:
-        return 0, total, partial
-    if trim.unit == "f":
-        start = int(trim.start)
-        end = total if trim.end is None else min(int(trim.end), total)
-    else:
-        start = _frame_at(times, info.fps, trim.start, total)
-        end = total if trim.end is None else _frame_at(times, info.fps, trim.end, total)
-    if start >= total:
-        raise UsageError(f"trim starts at frame {start}, past the end of {info.path} "
-                         f"({total} frames, {info.duration:g}s)")
-    if end <= start:
-        raise UsageError(f"trim {cfg.trim} selects no frame of {info.path}")
-    return start, end, partial
-
-
-def _frame_at(times: FrameTimes, fps: Fraction, seconds: float, total: int) -> int:
-    """The first frame shown at or after ``seconds`` from the first frame."""
-    eps = 1e-6
-    if times.cfr or not times.pts:
-        return min(total, max(0, math.ceil(seconds * float(fps) - eps)))
-    for i, t in enumerate(times.pts[:total]):
-        if t >= seconds - eps:
-            return i
-    return total
-
-
-def _pts(times: FrameTimes, fps: Fraction, i: int) -> float:
-    if i < len(times.pts):
-        return times.pts[i]
-    last = len(times.pts) - 1
-    return (times.pts[last] if last >= 0 else 0.0) + (i - last) / float(fps)
-
-
-#: containers whose seek lands near the time asked, not on a keyframe before it (MPEG transport
-#: streams: decoding then starts at the next keyframe, after the segment's first frames): a
-#: segment is decoded from well before it
-INEXACT_SEEK = frozenset({"mpegts"})
-
-#: seconds before a segment that an inexact seek aims at where the keyframes are not known
-SEEK_BACK_UNKNOWN_KEYS = 10.0
-
-
-def _seek_before(times: FrameTimes, fps: Fraction, a: int, seek: float) -> tuple[float | None, float]:
-    """(where to seek, seconds of decoded frames to drop) so that decoding starts on the last
-    keyframe shown at or before frame ``a``: at that keyframe's decoding time (its packet's place:
-    the seek stops at the last packet at or before the time asked, so the decoder's first packet
-    is the keyframe and nothing before it is decoded)."""
-    ta = _pts(times, fps, a)
-    keys = [dts for pts, dts in times.keys if pts <= ta + 1e-6]
-    start = times.first + (keys[-1] if keys else ta - SEEK_BACK_UNKNOWN_KEYS)
-    if start <= 0:
-        return None, seek        # from the file's start: no seek at all
-    return start, seek - start
-
-
-def grid_rate(times: FrameTimes, fps: Fraction) -> Fraction | None:
-    """The rate the frames' own timestamps keep (every frame within a quarter of a frame of its
-    place): the container's average ``fps`` where it does, else the usual rate nearest to theirs
-    (30, 30000/1001 ...: an odd last frame's duration moves the average), else their own; None
-    when none does."""
-    n = len(times.pts)
-    if n < 2 or times.pts[-1] <= 0:
-        return None
-    measured = (n - 1) / times.pts[-1]
-    for rate in (Fraction(fps), Fraction(round(measured)), Fraction(round(measured * 1.001) * 1000, 1001),
-                 Fraction(measured).limit_denominator(1001)):
-        if rate > 0 and _on_grid(times, rate, 0, n):
-            return rate
-    return None
-
-
-def _on_grid(times: FrameTimes, rate: Fraction, a: int, b: int) -> bool:
-    """Whether frames [a, b) lie on ``rate``'s grid from frame a within a quarter of a frame, so
-    that ffmpeg's constant-rate output (duplicating past half a frame late, dropping past 1.1
-    early) gives every frame of an undamaged target once, as it comes."""
-    step = 1 / float(rate)
-    end = min(b, len(times.pts))
-    if a >= end:
-        return False
-    base = times.pts[a]
-    return all(abs(times.pts[i] - base - (i - a) * step) <= 0.25 * step for i in range(a, end))
-
-
-def segment_bounds(start: int, end: int, length: int, every: int) -> list[tuple[int, int]]:
-    """Split frames [start, end) into runs of ``length`` frames (rounded up to a multiple of
-    ``every``), each boundary at start + a multiple of ``every`` (the detector's schedule restarts
-    on each segment's first frame), the last run taking the rest."""
-    every = max(1, every)
-    length = max(every, -(-max(1, length) // every) * every)
-    bounds = []
-    a = start
-    while a < end:
-        b = min(end, a + length)
-        bounds.append((a, b))
-        a = b
-    return bounds
-
-
-def shard_segments(count: int, shards: int, index: int) -> list[int]:
-    """The segments shard ``index`` of ``shards`` renders: a contiguous run (one seek into the
-    target), the runs as even as whole segments allow."""
-    if shards < 1 or not 0 <= index < shards:
-        raise UsageError(f"shard {index} of {shards} does not exist (0 <= index < count)")
-    return [i for i in range(count) if i * shards // count == index]
-
-
-def shard_of(segment: int, count: int, shards: int) -> int:
-    return segment * shards // count
-
-
 # -- the plan -----------------------------------------------------------------------------------------
 def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: MediaInfo,
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
@@ -384,13 +206,13 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
 
     # the audio span of frames [start, end), in seconds from the container's start
     n = end - start
-    a_start = times.first + _pts(times, fps, start)
-    last_interval = (_pts(times, fps, end - 1) - _pts(times, fps, end - 2)) if end - 2 >= 0 \
+    a_start = times.first + frame_time(times, fps, start)
+    last_interval = (frame_time(times, fps, end - 1) - frame_time(times, fps, end - 2)) if end - 2 >= 0 \
         and not times.cfr else 1 / float(fps)
     if times.cfr:
         span = n / float(fps)
     else:
-        span = _pts(times, fps, end - 1) - _pts(times, fps, start) + last_interval
+        span = frame_time(times, fps, end - 1) - frame_time(times, fps, start) + last_interval
     cut = (start > 0 or end < times.count)
     trim = (round(a_start, 6), round(a_start + span, 6)) if cut else None
     if trim is not None and start == 0:
@@ -405,14 +227,14 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     inexact = info.container.split(",")[0] in INEXACT_SEEK
     for i, (a, b) in enumerate(bounds):
         # seek halfway between the frame before and the first frame: robust to timestamp rounding
-        seek = None if a == 0 else times.first + (_pts(times, fps, a - 1) + _pts(times, fps, a)) / 2
+        seek = None if a == 0 else times.first + (frame_time(times, fps, a - 1) + frame_time(times, fps, a)) / 2
         skip = 0.0
         if seek is not None and inexact:
-            seek, skip = _seek_before(times, fps, a, seek)
+            seek, skip = keyframe_seek(times, fps, a, seek)
         name = f"seg-{i:04d}{seg_ext}"
         grid = None
-        if rate is not None and _on_grid(times, rate, a, b):
-            grid = (rate, times.first + _pts(times, fps, a) - (seek or 0.0))
+        if rate is not None and on_grid(times, rate, a, b):
+            grid = (rate, times.first + frame_time(times, fps, a) - (seek or 0.0))
         decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
                                             legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid,
                                             skip=skip)
@@ -437,7 +259,7 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         assembly = AssemblyPlan(concat=concat, mux=tuple(mux))
     else:
         joined, retimed = work / "video.mkv", work / "video-ts.mkv"
-        stamps = ffargs.timestamps_file([_pts(times, fps, i) - _pts(times, fps, start)
+        stamps = ffargs.timestamps_file([frame_time(times, fps, i) - frame_time(times, fps, start)
                                          for i in range(start, end)])
         mux = ffargs.assemble_args(info, retimed, output, final_name=output.name, concat=False,
                                    trim=trim, metadata=metadata)

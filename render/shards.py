@@ -13,8 +13,8 @@ from .execute import ExecResult
 from .work_folder import AlreadyDone
 from .interrupts import StopToken
 from .jobs import single_job
-from .plan import shard_of, shard_segments
 from .renderer import Renderer, RenderResult
+from .segments import shard_of, shard_segments
 
 log = logging.getLogger(__name__)
 

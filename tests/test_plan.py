@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from render.config import load_config
+from render.encoder import PINNED_ENCODE_THREADS
 from render.errors import MediaError, UsageError
 from render.media.probe import AudioStream, MediaInfo
 from render.media.timing import FrameTimes
-from render.plan import (PINNED_ENCODE_THREADS, Identity, RenderPlan, plan_render,
-                         segment_bounds, work_dir_for)
+from render.plan import Identity, RenderPlan, plan_render, work_dir_for
+from render.segments import segment_bounds
 
 
 def info(**kw) -> MediaInfo:
@@ -92,7 +93,7 @@ def test_constant_frame_rate_segments_decode_onto_the_rate_grid():
 
 
 def test_the_grid_rate_is_the_one_the_frames_keep():
-    from render.plan import grid_rate
+    from render.segments import grid_rate
 
     on30 = cfr(120, fps=30.0)
     assert grid_rate(on30, Fraction(30)) == 30

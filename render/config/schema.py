@@ -1,29 +1,16 @@
-"""Profiles + ``key=value`` overrides → one validated, immutable :class:`Config`.
+"""The configuration's schema: every key, its type, default, help and constraints.
 
-The schema is the dataclasses below: every leaf field carries its type (the annotation), its
-default and a :func:`spec` with help text and constraints. Profile YAML files are nested
-mappings of the same shape; command-line overrides use dotted keys (``detect.size=640``).
-Nothing here is module-level mutable state: :func:`load_config` returns a fresh object that the
-caller passes down.
+The schema is the frozen dataclasses below, one per section: every leaf field carries its type
+(the annotation), its default and a :func:`spec` with help text, constraints and whether it enters
+the job key. :data:`SCHEMA` flattens them into dotted keys (``detect.size``), the names that
+profiles, the command line, reports and docs/configuration.md use.
 """
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import logging
-import math
-import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, get_origin, get_type_hints
-
-import yaml
-
-from .errors import ConfigError, UsageError
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-PROFILES_DIR = PROJECT_ROOT / "profiles"
+from typing import Any, Mapping, Sequence, get_type_hints
 
 PROVIDERS = ("tensorrt", "cuda", "cpu")
 MEMORY_STRATEGIES = ("low", "moderate", "high")
@@ -41,7 +28,8 @@ KEYED = ("bytes", "never", "unless-default")
 def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None = None,
          max: float | None = None, multiple: int | None = None, env: str | None = None,
          keyed: str = "bytes") -> dict:
-    """Field metadata: help text, constraints checked by :func:`_coerce`, and ``keyed`` (KEYED)."""
+    """Field metadata: help text, constraints checked by :func:`.validate.coerce`, and ``keyed``
+    (KEYED)."""
     assert keyed in KEYED, keyed
     return {"help": help, "choices": tuple(choices) if choices else None, "min": min, "max": max,
             "multiple": multiple, "env": env, "keyed": keyed}
@@ -281,9 +269,6 @@ class Config:
         return node
 
 
-JOB_KEYS = ("profile",)  # keys a profile file may not set
-
-
 @dataclass(frozen=True)
 class Key:
     """One leaf of the schema."""
@@ -318,303 +303,3 @@ def _walk(cls: type, prefix: str = "") -> list[Key]:
 
 
 SCHEMA: dict[str, Key] = {k.name: k for k in _walk(Config)}
-
-
-def nearest_keys(name: str, n: int = 3) -> list[str]:
-    names = list(SCHEMA)
-    close = difflib.get_close_matches(name, names, n=n, cutoff=0.5)
-    if not close:  # try the last component: "size" → detect.size
-        tail = name.split(".")[-1]
-        close = [k for k in names if k.split(".")[-1] == tail][:n]
-    if not close:
-        close = difflib.get_close_matches(name, names, n=n, cutoff=0.3)
-    return close
-
-
-def unknown_key_message(name: str, where: str) -> str:
-    close = nearest_keys(name)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; see render --help"
-    return f"{where}: unknown key '{name}'{hint}"
-
-
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
-
-
-def _describe(key: Key) -> str:
-    t = key.type
-    m = key.meta
-    if get_origin(t) is tuple:
-        base = "a list of " + ("|".join(m["choices"]) if m["choices"] else "strings")
-        return base
-    if m["choices"]:
-        return "one of " + ", ".join(m["choices"])
-    name = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[t]
-    parts = [name]
-    if m["min"] is not None and m["max"] is not None:
-        parts.append(f"between {m['min']:g} and {m['max']:g}")
-    if m["multiple"]:
-        parts.append(f"(a multiple of {m['multiple']})")
-    return " ".join(parts)
-
-
-def _coerce(key: Key, value: Any, where: str) -> Any:
-    """Turn a YAML or command-line value into the key's type, or raise ConfigError."""
-    t, m = key.type, key.meta
-
-    def bad() -> ConfigError:
-        return ConfigError(f"{where}: {key.name}: expected {_describe(key)}, got {value!r}")
-
-    if get_origin(t) is tuple:
-        if isinstance(value, str):
-            items = [v.strip() for v in value.split(",") if v.strip()]
-        elif isinstance(value, (list, tuple)):
-            items = value
-        else:
-            raise bad()
-        if not all(isinstance(i, str) for i in items):
-            raise bad()
-        if m["choices"] and any(i not in m["choices"] for i in items):
-            raise bad()
-        return tuple(items)
-    if t is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
-            return value.lower() in _TRUE
-        raise bad()
-    if t is int:
-        if isinstance(value, bool):
-            raise bad()
-        if isinstance(value, str):
-            try:
-                value = int(value, 10)
-            except ValueError:
-                raise bad() from None
-        if not isinstance(value, int):
-            raise bad()
-    elif t is float:
-        if isinstance(value, bool):
-            raise bad()
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise bad() from None
-        if not isinstance(value, (int, float)):
-            raise bad()
-        value = float(value)
-        if not math.isfinite(value):   # nan passes every comparison with min and max
-            raise bad()
-    elif t is str:
-        if value is None:
-            value = ""
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        if not isinstance(value, str):
-            raise bad()
-        if m["choices"] and value not in m["choices"]:
-            raise bad()
-        return value
-    if m["min"] is not None and value < m["min"]:
-        raise bad()
-    if m["max"] is not None and value > m["max"]:
-        raise bad()
-    if m["multiple"] and value % m["multiple"]:
-        raise bad()
-    return value
-
-
-def _flatten(data: Mapping[str, Any], where: str, prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for k, v in data.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            if not any(s.startswith(name + ".") for s in SCHEMA):
-                raise ConfigError(unknown_key_message(name, where))
-            flat.update(_flatten(v, where, name + "."))
-        else:
-            flat[name] = v
-    return flat
-
-
-def profile_path(profile: str) -> Path:
-    """A profile is a name in profiles/ or a path to a YAML file."""
-    if profile.endswith((".yaml", ".yml")) or os.sep in profile:
-        return Path(profile)
-    return PROFILES_DIR / f"{profile}.yaml"
-
-
-def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
-
-
-def read_profile(profile: str) -> tuple[Path, dict[str, Any]]:
-    """Read a profile file into flat, validated ``{dotted key: value}``."""
-    path = profile_path(profile)
-    if not path.is_file():
-        names = ", ".join(profile_names())
-        raise ConfigError(f"unknown profile '{profile}': no file {path} (profiles: {names})")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}:{line} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
-    flat = _flatten(data, str(path))
-    out = {}
-    for name, value in flat.items():
-        if name not in SCHEMA:
-            raise ConfigError(unknown_key_message(name, str(path)))
-        if name in JOB_KEYS:
-            raise ConfigError(f"{path}: key '{name}' cannot be set in a profile")
-        out[name] = _coerce(SCHEMA[name], value, str(path))
-    return path, out
-
-
-def parse_overrides(args: Sequence[str]) -> dict[str, str]:
-    """``["a.b=1", "c=x"]`` → ``{"a.b": "1", "c": "x"}``; unknown keys are usage errors."""
-    out: dict[str, str] = {}
-    for arg in args:
-        key, sep, value = arg.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"argument '{arg}' is not key=value; see render --help")
-        if key not in SCHEMA:
-            raise UsageError(unknown_key_message(key, "command line"))
-        out[key] = value
-    return out
-
-
-def _build(cls: type, flat: Mapping[str, Any], prefix: str = "") -> Any:
-    hints = get_type_hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        t = hints[f.name]
-        if f.metadata.get("internal"):
-            if prefix + f.name in flat:
-                kwargs[f.name] = flat[prefix + f.name]
-            continue
-        if dataclasses.is_dataclass(t):
-            kwargs[f.name] = _build(t, flat, prefix + f.name + ".")
-        elif prefix + f.name in flat:
-            kwargs[f.name] = flat[prefix + f.name]
-    return cls(**kwargs)
-
-
-def load_config(overrides: Mapping[str, str] | None = None,
-                env: Mapping[str, str] | None = None, *,
-                auto: Callable[[], tuple[str, bool, str]] | None = None) -> Config:
-    """Schema defaults ← environment defaults ← profile file ← command-line overrides.
-
-    ``profile=auto`` picks low/moderate/high from GPU 0's memory (``auto``: the chooser, default
-    :func:`render.gpus.auto_profile`; a machine without a GPU gets low with the CPU provider)."""
-    overrides = dict(overrides or {})
-    env = os.environ if env is None else env
-    flat: dict[str, Any] = {}
-    for key in SCHEMA.values():
-        var = key.meta.get("env")
-        if var and env.get(var):
-            flat[key.name] = _coerce(key, env[var], f"environment {var}")
-    profile = overrides.get("profile", SCHEMA["profile"].default)
-    if profile == "auto":
-        from .gpus import auto_profile
-
-        profile, cpu_only, why = auto() if auto is not None else auto_profile()
-        logging.getLogger(__name__).info("%s", why)
-        if cpu_only and "execution.providers" not in overrides:
-            overrides["execution.providers"] = "cpu"
-    _, from_profile = read_profile(profile)
-    flat.update(from_profile)
-    for name, value in overrides.items():
-        if name not in SCHEMA:
-            raise UsageError(unknown_key_message(name, "command line"))
-        flat[name] = _coerce(SCHEMA[name], value, "command line")
-    flat["profile"] = profile
-    flat["explicit"] = frozenset(overrides)
-    cfg = _build(Config, flat)
-    parse_trim(cfg.trim)  # validate early
-    return cfg
-
-
-def config_from_values(values: Mapping[str, Any], explicit: Sequence[str] = ()) -> Config:
-    """The Config whose every key has the value in ``values`` (e.g. a report's ``config``), each
-    validated as if it came from a profile; ``explicit``: the keys given on the command line then."""
-    flat: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in SCHEMA:
-            raise ConfigError(unknown_key_message(name, "report config"))
-        if name == "profile":
-            flat[name] = str(value)
-            continue
-        flat[name] = _coerce(SCHEMA[name], value, "report config")
-    flat["explicit"] = frozenset(explicit)
-    cfg = _build(Config, flat)
-    parse_trim(cfg.trim)
-    return cfg
-
-
-# -- trims ----------------------------------------------------------------------------------------
-_TRIM_PART = r"(\d+(?:\.\d+)?)(f|s)?"
-_TRIM = re.compile(rf"^\s*{_TRIM_PART}\s*-\s*(?:{_TRIM_PART})?\s*$")
-
-
-@dataclass(frozen=True)
-class Trim:
-    start: float
-    end: float | None   # None = to the end
-    unit: str           # "s" seconds or "f" frames
-
-    def seconds(self, fps: Any) -> tuple[float, float | None]:
-        if self.unit == "s":
-            return self.start, self.end
-        return self.start / float(fps), (None if self.end is None else self.end / float(fps))
-
-
-def parse_trim(text: str) -> Trim | None:
-    if not text:
-        return None
-    m = _TRIM.match(text)
-    if not m:
-        raise ConfigError(f"trim: expected START-END in seconds (12.5-20) or frames (300f-500f), "
-                          f"got {text!r}")
-    start, u1, end, u2 = m.groups()
-    unit = u1 or u2 or "s"
-    if u1 and u2 and u1 != u2:
-        raise ConfigError(f"trim: START and END must use the same unit, got {text!r}")
-    s = float(start)
-    e = float(end) if end is not None else None
-    if e is not None and e <= s:
-        raise ConfigError(f"trim: END must be after START, got {text!r}")
-    return Trim(s, e, unit)
-
-
-# -- what a config needs ----------------------------------------------------------------------------
-def required_models(cfg: Config) -> list[tuple[str, str]]:
-    """(manifest name, precision) of every model a render with ``cfg`` loads."""
-    from .processors.steps import chain_steps
-
-    return [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
-            *((s.model, s.precision) for s in chain_steps(cfg))]
-
-
-def profile_models() -> dict[str, list[tuple[str, str]]]:
-    """Profile name → the models it needs (for ``render models list`` and ``fetch profile=all``)."""
-    return {name: required_models(load_config({"profile": name}, env={}))
-            for name in profile_names()}
-
-
-def help_text(cfg: Config | None = None) -> str:
-    """Every key with its default (the profile's value when a profile is given) and meaning."""
-    rows = []
-    for key in SCHEMA.values():
-        value = cfg.get(key.name) if cfg is not None else key.default
-        if isinstance(value, (list, tuple)):
-            value = ",".join(value)
-        elif isinstance(value, bool):
-            value = str(value).lower()
-        rows.append((key.name, str(value), key.meta["help"]))
-    width = max(len(r[0]) + len(r[1]) for r in rows) + 3
-    return "\n".join(f"  {n}={v}".ljust(width + 2) + f"  {h}" for n, v, h in rows)
