@@ -25,7 +25,7 @@ def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
     and discarded up to it). ``seek`` None starts at the first frame.
 
     ``grid=(rate, first_at)`` (a constant-frame-rate target; ``rate`` the one its frames keep,
-    :func:`render.plan.grid_rate`): the frames are put on that rate's grid, the segment's first
+    :func:`render.segments.grid_rate`): the frames are put on that rate's grid, the segment's first
     frame at 0 (``first_at``: the seconds ffmpeg gives it, its time from
     the container's start less ``seek``). A frame the decoder cannot decode then leaves its slot
     to the next frame it does decode, and the frames after it keep their places; passed through
