@@ -16,21 +16,23 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .assembly import Assembly
 from .errors import MediaError
-from .face_stage import FaceStage
 from .files import sha256_file
 from .interrupts import PROCESS, StopToken
 from .media.reader import FrameReader
 from .media.writer import FrameWriter
 from .pipeline import StageTimes, stream
-from .plan import RenderPlan, SegmentPlan
 from .progress import Progress
-from .sessions import Preload
-from .threads import ThreadPolicy
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
+
+if TYPE_CHECKING:
+    from .face_stage import FaceStage
+    from .plan import RenderPlan, SegmentPlan
+    from .sessions import Preload
+    from .threads import ThreadPolicy
 
 log = logging.getLogger(__name__)
 

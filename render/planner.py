@@ -6,19 +6,24 @@ import functools
 import json
 import logging
 import shutil
+from typing import TYPE_CHECKING
 
 from . import __version__, report, versions
 from . import mark as marking
-from .config import Config
 from .errors import MediaError, RenderFailed, UsageError
-from .files import FileHashes
-from .jobs import Job, check_pix_fmt
+from .jobs import check_pix_fmt
 from .media.formats import IMAGE_FORMATS, SOFTWARE_FALLBACK, output_format
-from .media.probe import MediaInfo, probe_with_times
+from .media.probe import probe_with_times
 from .media.tools import ffmpeg_version, hw_works
-from .models.load import LoadedModels
 from .plan import Identity, RenderPlan, plan_render
-from .source_face import SourceFaces
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .files import FileHashes
+    from .jobs import Job
+    from .media.probe import MediaInfo
+    from .models.load import LoadedModels
+    from .source_face import SourceFaces
 
 log = logging.getLogger(__name__)
 

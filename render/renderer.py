@@ -9,24 +9,26 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
 from . import __version__, report, versions
 from . import mark as marking
-from .config import Config
 from .errors import Interrupted
 from .execute import ExecResult, Executor, Hooks
 from .face_stage import build_face_stage
 from .files import FileHashes
 from .interrupts import PROCESS, StopToken
-from .jobs import Job
 from .models.load import load_models
 from .pipeline import StageTimes
-from .plan import RenderPlan
 from .planner import Planner
 from .source_face import SourceFaces
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .jobs import Job
+    from .plan import RenderPlan
 
 log = logging.getLogger(__name__)
 
