@@ -13,7 +13,8 @@ from .argv import BASE, BITEXACT, SWS_FLAGS, fmt_time, fps_mode
 from .audio_args import audio_args
 from .formats import SEGMENT_MUXERS, output_format
 from .probe import MediaInfo
-from .video_args import EncodeSettings, decoded_size, raw_input_args, video_encode_args
+from .video_args import (EncodeSettings, decoded_size, output_args, raw_input_args,
+                         video_encode_args)
 
 
 def segment_decode_args(info: MediaInfo, *, seek: float | None, frames: int,
@@ -107,15 +108,7 @@ def assemble_args(info: MediaInfo, video_input: str | os.PathLike, out_path: str
     argv += audio.inputs
     argv += ["-map", "0:v:0"] + audio.maps + ["-c:v", "copy"]
     argv += audio.outputs
-    argv += ["-map_metadata", "-1", "-map_chapters", "-1", *BITEXACT]
-    if info.audio:
-        argv += ["-flags:a", "+bitexact"]
-    for key, value in metadata:
-        argv += ["-metadata", f"{key}={value}"]
-    if family in ("mp4", "mov"):
-        argv += ["-movflags", "+faststart"]
-    argv += ["-f", muxer, os.fspath(out_path)]
-    return argv
+    return argv + output_args(info, metadata, muxer, family, out_path)
 
 
 def join_args(concat_file: str | os.PathLike, out_path: str | os.PathLike) -> list[str]:

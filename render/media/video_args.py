@@ -221,15 +221,21 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
     argv += ["-map", "0:v:0", *SWS_FLAGS] + audio.maps
     argv += video_encode_args(info, width, height, video, family, legacy_vsync)
     argv += audio.outputs
-    argv += ["-map_metadata", "-1", "-map_chapters", "-1", *BITEXACT]
+    return argv + output_args(info, metadata, muxer, family, out_path)
+
+
+def output_args(info: MediaInfo, metadata: Sequence[tuple[str, str]], muxer: str, family: str,
+                out_path: str | os.PathLike) -> list[str]:
+    """The end of a finished file's argv: no inherited metadata or chapters, bit-exact muxing,
+    the tags given, faststart for mp4/mov, the muxer and the path."""
+    argv = ["-map_metadata", "-1", "-map_chapters", "-1", *BITEXACT]
     if info.audio:
         argv += ["-flags:a", "+bitexact"]
     for key, value in metadata:
         argv += ["-metadata", f"{key}={value}"]
     if family in ("mp4", "mov"):
         argv += ["-movflags", "+faststart"]
-    argv += ["-f", muxer, os.fspath(out_path)]
-    return argv
+    return argv + ["-f", muxer, os.fspath(out_path)]
 
 
 def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -> list[str]:
