@@ -58,7 +58,11 @@ class Planner:
 
     def prepare(self, job: Job) -> tuple[RenderPlan, MediaInfo]:
         check_pix_fmt(self.cfg.encode.pix_fmt)
-        if job.target.stat().st_size == 0:      # ffprobe would say "Invalid data found"
+        try:
+            empty = job.target.stat().st_size == 0     # ffprobe would say "Invalid data found"
+        except OSError as exc:
+            raise MediaError(f"cannot read target {job.target}: {exc.strerror or exc}") from None
+        if empty:
             raise MediaError(f"target {job.target} is empty (0 bytes)")
         info, times = probe_with_times(job.target, cache_dir=self.cfg.cache_path,
                                        content_sha256=lambda: self.hashes.sha(job.target))

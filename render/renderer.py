@@ -20,6 +20,7 @@ from .execute import ExecResult, Executor, Hooks
 from .face_stage import build_face_stage
 from .files import FileHashes
 from .interrupts import PROCESS, StopToken
+from .memory import tune_allocator
 from .models.load import load_models
 from .pipeline import StageTimes
 from .planner import Planner
@@ -53,6 +54,7 @@ class Renderer:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
+        tune_allocator()                # before any thread starts allocating
         versions.prefetch_installation()
         self.models = load_models(cfg)
         if cfg.mark.enabled:   # while the render starts, not at the end of the first render

@@ -56,7 +56,7 @@ class SourceFaces:
         return self._embeddings[key]
 
     def _faces(self, image: np.ndarray, path: Path, what: str, face_index: int) -> list[Face]:
-        """The faces of the image, largest first; says which one is used when there are several."""
+        """The faces of the image, largest first."""
         faces = self.models.detector.detect(image)
         if not faces:
             raise MediaError(f"no face found in {what} image {path}")
@@ -64,24 +64,31 @@ class SourceFaces:
         if face_index >= len(faces):
             raise UsageError(f"source_face={face_index}: {what} image {path} has {len(faces)} "
                              f"face{'s' if len(faces) > 1 else ''}")
-        if len(faces) > 1:
+        return faces
+
+    @staticmethod
+    def _say_which(path: Path, what: str, faces: int, face_index: int) -> None:
+        if faces > 1:
             choice = "the largest" if face_index == 0 else f"face {face_index} by size"
             log.info("%s image %s has %d faces: using %s (source_face=N picks another)", what,
-                     path.name, len(faces), choice)
-        return faces
+                     path.name, faces, choice)
 
     def _embed(self, path: Path, what: str, face_index: int) -> np.ndarray:
         source_sha = self.hashes.sha(path)
         model_sha = self.models.embedder_entry.sha256
         cache_key = source_sha if face_index == 0 else f"{source_sha[:24]}-face{face_index}"
-        image = read_image(path, what)
-        # detected even when the embedding is cached: a source with several faces says which
-        # one is used at every render, not only at the first
-        faces = self._faces(image, path, what, face_index)
         cached = self.cache.load(cache_key, model_sha)
-        if cached is not None:
+        count = self.cache.load_faces(cache_key, model_sha) if cached is not None else None
+        if cached is not None and count is not None:
+            # the face count is stored with the embedding: which face is used is said at every
+            # render, without loading the detector for it
             log.debug("%s embedding from cache", what)
+            self._say_which(path, what, count, face_index)
             return cached
-        value = self.models.embedder.embed(image, faces[face_index])
+        image = read_image(path, what)
+        faces = self._faces(image, path, what, face_index)
+        self._say_which(path, what, len(faces), face_index)
+        value = cached if cached is not None else self.models.embedder.embed(image, faces[face_index])
         self.cache.store(cache_key, model_sha, value)
+        self.cache.store_faces(cache_key, model_sha, len(faces))
         return value

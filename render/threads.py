@@ -90,7 +90,7 @@ class ThreadPolicy:
       at normal priority.
 
     **OpenCV** (the detector's resize, the warps, the paste-back blend) gets the same number of
-    threads as one model call (``render.app.Models``): on cores that ffmpeg and the lanes keep
+    threads as one model call (``render.models.load.LoadedModels``): on cores that ffmpeg and the lanes keep
     busy, its pool's second thread only adds hand-over cost.
 
     The measurements behind these choices are in bench/RESULTS.md. Decided once per render; a

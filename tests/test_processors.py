@@ -131,6 +131,8 @@ def _identity():
     ("swap,nosuch_model", "nosuch_model", 4),
     ("swap,scrfd_2.5g", "processors=scrfd_2.5g: its contract is detector-scrfd", 4),
     ("", "processors=: no face processor to run", 2),
+    ("swap swap.model=gfpgan_1.4 swap.precision=fp32",
+     "swap.model=gfpgan_1.4: its contract is enhancer-gfpgan, swap.model needs swapper-inswapper", 4),
     ("enhance", "processors=enhance: no face processor to run (enhance runs only with", 2),
 ])
 def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, chain, message,
@@ -138,7 +140,8 @@ def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, 
     media.make_image_target(workdir / "in" / "t.png", width=320, height=240)
     r = run_cli(f"models.dir={standin_models}", f"cache_dir={workdir / 'cache'}",
                 f"input_dir={workdir / 'in'}", f"output_dir={workdir / 'out'}",
-                f"processors={chain}", "progress=off", "lock.device=none")
+                f"processors={chain.split()[0] if chain else ''}", *chain.split()[1:],
+                "progress=off", "lock.device=none")
     assert r.returncode == code, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr

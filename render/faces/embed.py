@@ -52,3 +52,12 @@ class EmbeddingCache:
 
     def store(self, source_sha: str, model_sha: str, value: np.ndarray) -> None:
         save_array(self.path(source_sha, model_sha), value)
+
+    def load_faces(self, source_sha: str, model_sha: str) -> int | None:
+        """How many faces the image had when its embedding was stored (None: not recorded)."""
+        value = load_array(self.path(source_sha, model_sha).with_suffix(".faces.npy"), (1,))
+        return int(value[0]) if value is not None else None
+
+    def store_faces(self, source_sha: str, model_sha: str, faces: int) -> None:
+        save_array(self.path(source_sha, model_sha).with_suffix(".faces.npy"),
+                   np.array([faces], np.float32))

@@ -41,13 +41,15 @@ def output_name(argv: Sequence[str]) -> str:
 
 #: what ffmpeg and mkvmerge print when a write failed for want of room; ffmpeg may still exit 0
 #: (a failed trailer write), leaving a file that looks like damaged media
-NO_SPACE = ("No space left on device", "Disk quota exceeded")
+NO_SPACE = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT}
 
 
-def no_space(what: str, writes: str | os.PathLike | None) -> RenderFailed:
-    """The one error of a child that ran out of room, naming the folder it wrote into."""
+def no_space(what: str, writes: str | os.PathLike | None,
+             code: int = errno.ENOSPC) -> RenderFailed:
+    """The one error of a child that ran out of room (``code``: ENOSPC or EDQUOT), naming the
+    folder it wrote into."""
     where = f" in {os.path.dirname(os.path.abspath(writes))}" if writes else ""
-    return RenderFailed(f"{what}: {os.strerror(errno.ENOSPC)}{where}")
+    return RenderFailed(f"{what}: {os.strerror(code)}{where}")
 
 
 class StderrTail:
@@ -59,7 +61,7 @@ class StderrTail:
         self._name = name
         self._lines: collections.deque[str] = collections.deque(maxlen=keep)
         self._lock = threading.Lock()
-        self.no_space = False
+        self.no_space = 0       # ENOSPC or EDQUOT once a line said the disk was full
         self._thread = threading.Thread(target=self._run, name=f"stderr-{name}", daemon=True)
         self._thread.start()
 
@@ -70,8 +72,9 @@ class StderrTail:
                 if line:
                     with self._lock:
                         self._lines.append(line)
-                    if any(m in line for m in NO_SPACE):
-                        self.no_space = True
+                    for message, code in NO_SPACE.items():
+                        if message in line and not self.no_space:
+                            self.no_space = code
                     log.debug("%s: %s", self._name, line)
         except (OSError, ValueError):  # closed underneath us
             pass
@@ -196,7 +199,7 @@ def run_tool(argv: Sequence[str], what: str, *, timeout: float | None = None,
         reap(proc)
         tail.join()
     if tail.no_space:
-        raise no_space(what, writes)
+        raise no_space(what, writes, tail.no_space)
     if rc not in ok:
         raise RenderFailed(f"{what}: {tail.last_line() or _describe(rc)}")
     return tail.text

@@ -128,7 +128,7 @@ class FrameWriter:
         rc = self.proc.wait()
         self._stderr.join()
         if self._stderr.no_space:
-            return no_space(f"encoder for {self.name}", self.tmp_path)
+            return no_space(f"encoder for {self.name}", self.tmp_path, self._stderr.no_space)
         reason = self._stderr.last_line() or _describe(rc)
         return RenderFailed(f"encoder for {self.name} {what}: {reason}")
 
@@ -178,7 +178,7 @@ class FrameWriter:
             raise
         if self._stderr.no_space:       # ffmpeg may exit 0 after a trailer it could not write
             self._remove_tmp()
-            raise no_space(f"encoder for {self.name}", self.tmp_path)
+            raise no_space(f"encoder for {self.name}", self.tmp_path, self._stderr.no_space)
         if rc != 0:
             self._remove_tmp()
             raise self._failed(f"failed ({_describe(rc)})")

@@ -16,7 +16,7 @@ from ..config import Config, required_models
 from ..errors import ConfigError, ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
-from ..memory import StrategySettings, strategy, tune_allocator
+from ..memory import StrategySettings, strategy
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel
 from ..processors.steps import SECTIONS, chain_steps
@@ -108,7 +108,6 @@ class LoadedModels:
 
 def load_models(cfg: Config) -> LoadedModels:
     """Verify every model ``cfg`` needs and wire detector, embedder and processors."""
-    tune_allocator()
     store = model_store(cfg)
     resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
     factory = SessionFactory(cfg.execution, cfg.cache_path)
@@ -129,8 +128,12 @@ def load_models(cfg: Config) -> LoadedModels:
     processors = []
     for step in chain_steps(cfg):
         entry = resolved[(step.model, step.precision)]
-        key = f"{step.name}.model" if step.name in SECTIONS else "processors"
-        _check_contract(entry, key, registry.contracts())
+        if step.name in SECTIONS:
+            kind = SECTIONS[step.name]
+            _check_contract(entry, f"{step.name}.model",
+                            frozenset(c for c in registry.contracts() if c.startswith(kind)))
+        else:
+            _check_contract(entry, "processors", registry.contracts())
         cls = registry.processor_class(entry.contract)
         assert cls is not None
         processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:
     from ..config import Config
 
-#: config sections that configure a processor: ``model``, ``precision``, optionally ``enabled``
-#: (False leaves the step out), and the processor's own options
-SECTIONS = ("swap", "enhance")
+#: config sections that configure a processor (``model``, ``precision``, optionally ``enabled`` —
+#: False leaves the step out — and the processor's own options), each with the kind of contract
+#: its model must have: ``swap.model`` names a swapper, ``enhance.model`` an enhancer
+SECTIONS = {"swap": "swapper-", "enhance": "enhancer-"}
 
 
 @dataclass(frozen=True)
