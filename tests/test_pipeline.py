@@ -17,7 +17,7 @@ from render.models.manifest import load_manifest
 from render.face_stage import ChainStep, FaceStage
 from render.pipeline import StageTimes, run_batched, stream
 from render.processors.base import ProcessorModel
-from render.processors.gfpgan import GfpganProcessor
+from render.processors.enhancer import FaceEnhancer
 from render.processors.inswapper import InswapperProcessor
 from render.processors.steps import Step
 from render.sessions import LazySession
@@ -198,11 +198,11 @@ def _stage(models, *, batch, every=1, enhance=False, detector=None, counter=None
         proc = cls(Step(name, model, options=options),
                    ProcessorModel(entry, models / entry.file, lazy, models / "cache"))
         source = np.linspace(-1, 1, 512).astype(np.float32)
-        return ChainStep(proc, proc.bind(source), paste_masks("feather", cls.size, 0.0, 0.3))
+        return ChainStep(proc, proc.bind(source), paste_masks("feather", proc.size, 0.0, 0.3))
 
     chain = [step(InswapperProcessor, "swap", "inswapper_128", LazySession(lambda: swap_sess))]
     if enhance:
-        chain.append(step(GfpganProcessor, "enhance", "gfpgan_1.4",
+        chain.append(step(FaceEnhancer, "enhance", "gfpgan_1.4",
                           LazySession(lambda: _session(models / "gfpgan_1.4.onnx")), blend=0.8))
     det = detector or Detector(LazySession(lambda: _session(models / "scrfd_2.5g.onnx")),
                                "detector-scrfd", size=640, score=0.5, nms_iou=0.4)

@@ -24,6 +24,7 @@ from render.processors import registry
 from render.processors.base import FaceProcessor
 from render.report import report_path
 from render.standins import media
+from render.standins import models as models_mod
 
 from conftest import run_cli
 
@@ -70,13 +71,14 @@ def setup(tmp_path, monkeypatch):
     return tmp_path, models, overlay, truth
 
 
-def _render(tmp: Path, models: Path, overlay: Path, name: str, chain: str) -> tuple[np.ndarray, dict]:
+def _render(tmp: Path, models: Path, overlay: Path, name: str, chain: str,
+            **keys: str) -> tuple[np.ndarray, dict]:
     out = tmp / "out" / name
     cfg = load_config({"profile": "low", "source": str(tmp / "source.png"),
                        "target": str(tmp / "target.png"), "output": str(out),
                        "models.dir": str(models), "models.manifest": str(overlay),
                        "cache_dir": str(tmp / "cache"), "lock.device": "none",
-                       "progress": "off", "processors": chain, "mask.type": "box"}, env={})
+                       "progress": "off", "processors": chain, "mask.type": "box", **keys}, env={})
     render_all(cfg)
     return cv2.imread(str(out)), json.loads(report_path(out).read_text())
 
@@ -146,3 +148,57 @@ def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, 
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], r.stderr
     assert not any((workdir / "out").iterdir())
+
+
+def _inner(truth) -> tuple[slice, slice]:
+    x1, y1, x2, y2 = truth.boxes[0]
+    w, h = x2 - x1, y2 - y1
+    return slice(int(y1 + h / 4), int(y2 - h / 4)), slice(int(x1 + w / 4), int(x2 - w / 4))
+
+
+@pytest.fixture
+def enhancers(setup):
+    """The stand-in models plus CodeFormer and GPEN-BFR 256 stand-ins under their manifest names."""
+    tmp, models, _, truth = setup
+    models_mod.make_codeformer(models / "codeformer.onnx")
+    models_mod.make_gpen(models / "gpen_bfr_256.onnx", 256)
+    overlay = tmp / "enhancers.yaml"
+    entry = {"licence": "test", "commercial_use": False, "precision": "fp32"}
+    overlay.write_text(yaml.safe_dump({"version": 1, "models": {
+        "codeformer": {**entry, "file": "codeformer.onnx", "contract": "enhancer-codeformer",
+                       "sha256": sha256_file(models / "codeformer.onnx"),
+                       "template": "ffhq_512", "input_size": 512},
+        "gpen_bfr_256": {**entry, "file": "gpen_bfr_256.onnx", "contract": "enhancer-gpen",
+                         "sha256": sha256_file(models / "gpen_bfr_256.onnx"),
+                         "template": "arcface_128", "input_size": 256}}}))
+    return tmp, models, overlay, truth
+
+
+def test_codeformer_gets_the_weight_of_its_section(enhancers):
+    """The stand-in multiplies the crop by its ``weight`` input: weight 1 gives the swapped face
+    back, weight 0 a mid-grey face (-1..1 zero is 127.5)."""
+    tmp, models, overlay, truth = enhancers
+    inner = _inner(truth)
+    swapped, _ = _render(tmp, models, overlay, "swap.png", "swap")
+    keep, rep = _render(tmp, models, overlay, "w1.png", "swap,enhance", **{
+        "enhance.enabled": "true", "enhance.model": "codeformer", "enhance.blend": "1",
+        "enhance.weight": "1"})
+    grey, _ = _render(tmp, models, overlay, "w0.png", "swap,enhance", **{
+        "enhance.enabled": "true", "enhance.model": "codeformer", "enhance.blend": "1",
+        "enhance.weight": "0"})
+    assert np.median(np.abs(keep[inner].astype(int) - swapped[inner])) <= 2
+    assert np.median(np.abs(grey[inner].astype(int) - 128)) <= 1
+    assert [m["name"] for m in rep["models"]][-1] == "codeformer"
+
+
+def test_gpen_256_takes_256_px_crops_on_the_arcface_128_template(enhancers):
+    """The GPEN-BFR 256 stand-in has a fixed 256 x 256 input (a 512 crop fails the call) and
+    returns the negative: inside the face the result is the swapped face's negative."""
+    tmp, models, overlay, truth = enhancers
+    inner = _inner(truth)
+    swapped, _ = _render(tmp, models, overlay, "swap.png", "swap")
+    neg, rep = _render(tmp, models, overlay, "gpen.png", "swap,enhance", **{
+        "enhance.enabled": "true", "enhance.model": "gpen_bfr_256", "enhance.blend": "1"})
+    error = np.abs(neg[inner].astype(int) + swapped[inner].astype(int) - 255)
+    assert np.median(error) <= 2, np.median(error)
+    assert [m["name"] for m in rep["models"]][-1] == "gpen_bfr_256"

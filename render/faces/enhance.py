@@ -1,4 +1,6 @@
-"""GFPGAN 1.4: ffhq_512 crops in −1..1, enhanced crops out, blended with the input crop."""
+"""Face enhancers (GFPGAN, CodeFormer, GPEN): aligned crops in −1..1, enhanced crops out, blended
+with the input crop. CodeFormer's graph has a second input, ``weight`` (float64 [1], its fidelity:
+0 = the most restored, 1 = the closest to the input)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,22 +12,23 @@ from .swap import input_dtype
 
 
 class Enhancer:
-    template = "ffhq_512"
-    size = 512
-
-    def __init__(self, lazy: LazySession, blend: float) -> None:
+    def __init__(self, lazy: LazySession, blend: float, weight: float = 0.5) -> None:
         self.lazy = lazy
         self.blend = blend
+        self.weight = weight
 
     def enhance(self, crops: np.ndarray) -> np.ndarray:
-        """(N,512,512,3) BGR uint8 → enhanced and blended (N,512,512,3) BGR uint8."""
+        """(N,S,S,3) BGR uint8 → enhanced and blended (N,S,S,3) BGR uint8."""
         session = self.lazy.session
-        inp = session.get_inputs()[0]
+        inputs = session.get_inputs()
+        inp = next((i for i in inputs if i.name != "weight"), inputs[0])
         if len(inp.shape) != 4:
             raise ModelError(f"enhancer input {inp.name} has shape {inp.shape}, expected NCHW")
         planes = to_rgb_nchw(crops)
-        x = signed_input(planes, input_dtype(inp.type))
-        out = owned_float32(self.lazy.run({inp.name: x})[0])     # RGB NCHW
+        feed = {inp.name: signed_input(planes, input_dtype(inp.type))}
+        if any(i.name == "weight" for i in inputs):
+            feed["weight"] = np.array([self.weight], np.float64)
+        out = owned_float32(self.lazy.run(feed)[0])     # RGB NCHW
         np.clip(out, -1.0, 1.0, out=out)                  # (clip(y) + 1) / 2 * 255, in place
         np.add(out, 1.0, out=out)
         np.divide(out, 2.0, out=out)

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 #: the processors that ship: contract → "module:Class" (relative to this package)
 BUILT_IN: dict[str, str] = {
     "swapper-inswapper": ".inswapper:InswapperProcessor",
-    "enhancer-gfpgan": ".gfpgan:GfpganProcessor",
+    "enhancer-gfpgan": ".enhancer:FaceEnhancer",
+    "enhancer-codeformer": ".enhancer:FaceEnhancer",
+    "enhancer-gpen": ".enhancer:FaceEnhancer",
 }
 
 _added: dict[str, type[FaceProcessor]] = {}

@@ -258,3 +258,26 @@ def make_gfpgan(path: PathLike, *, dynamic_batch: bool = False, gflops: float = 
     return finish(g, "gfpgan_standin", inp, out, path, doc="GFPGAN stand-in: tanh contrast + colour shift")
 
 
+
+
+def make_codeformer(path: PathLike) -> onnx.ModelProto:
+    """CodeFormer stand-in: ``input`` [1,3,512,512] in -1..1 and ``weight`` float64 [1] ->
+    ``output`` = input * weight, so the weight the renderer feeds shows in the picture (1 gives the
+    crop back, 0 a mid-grey face)."""
+    g = Graph("codeformer")
+    w = g.op("Cast", ["weight"], "weight_f32", to=TensorProto.FLOAT)
+    g.op("Mul", ["input", w], output="output")
+    inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 512, 512]),
+           helper.make_tensor_value_info("weight", TensorProto.DOUBLE, [1])]
+    out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 512, 512])]
+    return finish(g, "codeformer_standin", inp, out, path, doc="CodeFormer stand-in: input * weight")
+
+
+def make_gpen(path: PathLike, size: int = 256) -> onnx.ModelProto:
+    """GPEN-BFR stand-in: ``input`` [1,3,S,S] -> ``output`` = -input (a negative of the crop), with
+    the side fixed, so a crop of another size fails the call."""
+    g = Graph("gpen")
+    g.op("Neg", ["input"], output="output")
+    inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])]
+    out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, size, size])]
+    return finish(g, f"gpen_{size}_standin", inp, out, path, doc="GPEN stand-in: -input")

@@ -1,0 +1,27 @@
+"""The face enhancers (GFPGAN, CodeFormer, GPEN) as a face processor: the crop's template and size
+come from the model's manifest entry (GPEN-BFR 256 uses arcface_128 at 256 px); ``blend`` and
+CodeFormer's ``weight`` from the step's section (``enhance.blend``, ``enhance.weight``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..faces.enhance import Enhancer
+from .base import FaceProcessor, ProcessorModel
+from .steps import Step
+
+DEFAULT_BLEND = 0.8
+DEFAULT_WEIGHT = 0.5
+
+
+class FaceEnhancer(FaceProcessor):
+    contracts = ("enhancer-gfpgan", "enhancer-codeformer", "enhancer-gpen")
+
+    def __init__(self, step: Step, model: ProcessorModel) -> None:
+        super().__init__(step, model)
+        self.template = model.entry.template or "ffhq_512"
+        self.size = model.entry.input_size or 512
+        self.enhancer = Enhancer(model.lazy, float(step.options.get("blend", DEFAULT_BLEND)),
+                                 float(step.options.get("weight", DEFAULT_WEIGHT)))
+
+    def run(self, crops: np.ndarray) -> np.ndarray:
+        return self.enhancer.enhance(crops)
