@@ -55,9 +55,9 @@ class EmbeddingCache:
 
     def load_faces(self, source_sha: str, model_sha: str) -> int | None:
         """How many faces the image had when its embedding was stored (None: not recorded)."""
-        value = load_array(self.path(source_sha, model_sha).with_suffix(".faces.npy"), (1,))
+        value = load_array(self.path(source_sha, model_sha).with_suffix(".faces"), (1,))
         return int(value[0]) if value is not None else None
 
     def store_faces(self, source_sha: str, model_sha: str, faces: int) -> None:
-        save_array(self.path(source_sha, model_sha).with_suffix(".faces.npy"),
+        save_array(self.path(source_sha, model_sha).with_suffix(".faces"),
                    np.array([faces], np.float32))
