@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class Hooks:
     """What an :class:`Executor` asks and tells its caller while it runs.

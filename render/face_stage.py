@@ -133,7 +133,7 @@ class FaceStage:
         weights = combine(step.masks, crops, [face for _, face in faces])
         self.times.add("composite", time.perf_counter() - t0)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
-                         proc.max_batch)
+                        proc.max_batch)
         t0 = time.perf_counter()
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])

@@ -88,7 +88,9 @@ class SourceFaces:
         image = read_image(path, what)
         faces = self._faces(image, path, what, face_index)
         self._say_which(path, what, len(faces), face_index)
-        value = cached if cached is not None else self.models.embedder.embed(image, faces[face_index])
-        self.cache.store(cache_key, model_sha, value)
+        value = cached
+        if value is None:
+            value = self.models.embedder.embed(image, faces[face_index])
+            self.cache.store(cache_key, model_sha, value)
         self.cache.store_faces(cache_key, model_sha, len(faces))
         return value

@@ -12,8 +12,18 @@ from typing import Any
 from . import __version__
 
 
-@functools.lru_cache(maxsize=1)   # what is installed does not change while a process runs
+_ASKING = threading.Lock()
+
+
 def _installation() -> dict[str, Any]:
+    """The installation's versions, found once: a caller while the prefetch thread is still
+    asking waits for its answer instead of starting the same subprocesses again."""
+    with _ASKING:
+        return _ask_installation()
+
+
+@functools.lru_cache(maxsize=1)   # what is installed does not change while a process runs
+def _ask_installation() -> dict[str, Any]:
     import cv2
     import numpy as np
     import onnxruntime as ort

@@ -18,7 +18,7 @@ from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
 from ..memory import StrategySettings, strategy
 from ..processors import registry
-from ..processors.base import FaceProcessor, ProcessorModel
+from ..processors.base import FaceProcessor, ProcessorModel, model_row
 from ..processors.steps import SECTIONS, chain_steps
 from ..sessions import LazySession, Preload, SessionFactory
 from ..threads import ThreadPolicy
@@ -38,10 +38,13 @@ def model_store(cfg: Config) -> ModelStore:
     return ModelStore(cfg.models_dir, manifest, default_stamp_dir(cfg.cache_path))
 
 
-def load_detector(cfg: Config, store: ModelStore, factory: SessionFactory) -> tuple[ModelEntry, Detector]:
-    """The face detector ``cfg`` names, verified, with ``detect.*`` settings."""
-    key = (cfg.detect.model, "fp32")
-    entry = store.verify_required([key])[key]
+def load_detector(cfg: Config, store: ModelStore, factory: SessionFactory,
+                  entry: ModelEntry | None = None) -> tuple[ModelEntry, Detector]:
+    """The face detector ``cfg`` names with ``detect.*`` settings; verified here unless its
+    verified ``entry`` is given."""
+    if entry is None:
+        key = (cfg.detect.model, "fp32")
+        entry = store.verify_required([key])[key]
     _check_contract(entry, "detect.model", DETECTOR_CONTRACTS)
     lazy = factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
     return entry, Detector(lazy, entry.contract, size=cfg.detect.size, score=cfg.detect.score,
@@ -97,13 +100,11 @@ class LoadedModels:
 
     def records(self) -> list[dict[str, Any]]:
         """The report's rows: each model with its file, SHA-256 and the providers it got."""
-        rows = []
-        for role, entry, lazy in (("detect", self.detector_entry, self.detector.lazy),
-                                  ("embed", self.embedder_entry, self.embedder.lazy)):
-            rows.append({"role": role, "name": entry.name, "file": str(self.store.path(entry)),
-                         "sha256": entry.sha256, "precision": entry.precision,
-                         "providers": lazy.providers})
-        return rows + [p.record() for p in self.processors]
+        return [model_row("detect", self.detector_entry, self.store.path(self.detector_entry),
+                          self.detector.lazy),
+                model_row("embed", self.embedder_entry, self.store.path(self.embedder_entry),
+                          self.embedder.lazy),
+                *(p.record() for p in self.processors)]
 
 
 def load_models(cfg: Config) -> LoadedModels:
@@ -122,7 +123,8 @@ def load_models(cfg: Config) -> LoadedModels:
     def lazy(entry: ModelEntry) -> LazySession:
         return factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
 
-    detector_entry, detector = load_detector(cfg, store, factory)
+    detector_entry, detector = load_detector(cfg, store, factory,
+                                             resolved[(cfg.detect.model, "fp32")])
     embedder_entry = resolved[(cfg.embed.model, "fp32")]
     _check_contract(embedder_entry, "embed.model", ("embedder-arcface",))
     processors = []

@@ -63,6 +63,10 @@ class FaceProcessor:
 
     def record(self) -> dict[str, Any]:
         """The report's row for this step."""
-        e = self.model.entry
-        return {"role": self.name, "name": e.name, "file": str(self.model.path),
-                "sha256": e.sha256, "precision": e.precision, "providers": self.lazy.providers}
+        return model_row(self.name, self.model.entry, self.model.path, self.lazy)
+
+
+def model_row(role: str, entry: ModelEntry, path: Path, lazy: LazySession) -> dict[str, Any]:
+    """A model's row in the report: its file, SHA-256 and the providers its session got."""
+    return {"role": role, "name": entry.name, "file": str(path), "sha256": entry.sha256,
+            "precision": entry.precision, "providers": lazy.providers}
