@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__, report, versions
 from . import mark as marking
 from .errors import Interrupted
+from .encoder import PINNED_ENCODE_THREADS
 from .execute import ExecResult, Executor, Hooks
 from .face_stage import build_face_stage
 from .files import FileHashes
@@ -97,7 +98,9 @@ class Renderer:
                                                              job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
-                        preload=self.models.preload)
+                        preload=self.models.preload,
+                        parallel_segments=self.cfg.execution.parallel_segments,
+                        encoder_threads=int(plan.encode.get("threads") or PINNED_ENCODE_THREADS))
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
                lock: Mapping[str, Any] | None = None, stop: StopToken | None = None,

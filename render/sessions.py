@@ -5,6 +5,8 @@ module keeps no state between renders.
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import threading
 import time
@@ -230,6 +232,11 @@ class LazySession:
     provider that refuses it), one line says so and the session runs plainly from then on. A call
     that fails on a GPU provider moves the model to its remaining providers (``fallback``, see
     :meth:`_fall_back`).
+
+    Calls from several threads (lanes, segments rendered at once) run side by side on the CPU
+    provider, and one after the other on a GPU provider: each call there takes its activations
+    from the session's arena, so concurrent calls would raise the peak GPU memory past what the
+    memory strategy caps, for no gain on a device that runs one call's kernels at a time.
     """
 
     def __init__(self, create: Callable[[], ort.InferenceSession], *,
@@ -241,6 +248,7 @@ class LazySession:
         self._only: list[str] | None = None
         self._session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
+        self._device_calls = threading.Lock()    # one call at a time on a GPU provider
         #: the execution providers the session actually got (None until it was created)
         self.providers: list[str] | None = None
         #: whether :meth:`run` binds inputs and outputs on the device (GPU providers)
@@ -268,14 +276,16 @@ class LazySession:
         """All outputs of one call, timed (``calls``, ``run_seconds``: the model's own cost inside
         a render, comparable with the same model run alone)."""
         session = self.session
-        t0 = time.perf_counter()
-        try:
-            out = self._call(session, feed)
-        except Interrupted:
-            raise
-        except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
-            out = self._call(self._fall_back(session, exc), feed)
-        dt = time.perf_counter() - t0
+        on_device = bool(self.providers) and self.providers[0] in DEVICE_PROVIDERS
+        with self._device_calls if on_device else contextlib.nullcontext():
+            t0 = time.perf_counter()
+            try:
+                out = self._call(session, feed)
+            except Interrupted:
+                raise
+            except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
+                out = self._call(self._fall_back(session, exc), feed)
+            dt = time.perf_counter() - t0
         with self._lock:                   # lanes call one session from several threads
             self.run_seconds += dt
             self.calls += 1

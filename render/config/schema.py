@@ -27,12 +27,13 @@ KEYED = ("bytes", "never", "unless-default")
 
 def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None = None,
          max: float | None = None, multiple: int | None = None, env: str | None = None,
-         keyed: str = "bytes") -> dict:
-    """Field metadata: help text, constraints checked by :func:`.validate.coerce`, and ``keyed``
-    (KEYED)."""
+         keyed: str = "bytes", auto: Any = None) -> dict:
+    """Field metadata: help text, constraints checked by :func:`.validate.coerce`, ``keyed``
+    (KEYED), and ``auto``: the value the word ``auto`` stands for (a number key that can also be
+    chosen by the machine)."""
     assert keyed in KEYED, keyed
     return {"help": help, "choices": tuple(choices) if choices else None, "min": min, "max": max,
-            "multiple": multiple, "env": env, "keyed": keyed}
+            "multiple": multiple, "env": env, "keyed": keyed, "auto": auto}
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -131,6 +132,12 @@ class Execution:
                                max=1 << 20, keyed="never")
     trt_workspace_mb: int = _f(0, "TensorRT workspace cap in MiB (0 = from memory_strategy)", min=0,
                                max=1 << 20, keyed="never")
+    parallel_segments: int = _f(0, "segments of one render encoded at once, each with its own "
+                                "decoder and encoder, sharing the models and the frames in flight "
+                                "(0 or auto = from the cores, the encoder's threads and the "
+                                "frames in flight; 1 on a machine of fewer than 8 cores); the "
+                                "bytes are the same for every value", min=0, max=64,
+                                keyed="never", auto=0)
 
 
 @dataclass(frozen=True)
