@@ -179,7 +179,8 @@ ENV PATH=/opt/render/venv/bin:$PATH \
     RENDER_CACHE_DIR=/cache \
     RENDER_INPUT_DIR=/data/in \
     RENDER_OUTPUT_DIR=/data/out \
-    ORT_DISABLE_TELEMETRY=1
+    ORT_DISABLE_TELEMETRY=1 \
+    CUDA_DEVICE_ORDER=PCI_BUS_ID
 # The image's build identity, recorded in every render's report.
 ARG BASE_IMAGE
 ENV RENDER_IMAGE_VERSION="$VERSION" \

@@ -51,13 +51,14 @@ class RenderResult:
 
 
 class Renderer:
-    """Renders the jobs of one Config: its models loaded once, the source face embedded once."""
+    """Renders the jobs of one Config: its models loaded once, the source face embedded once,
+    on CUDA device ``device_id`` (the GPU whose lock the render holds; None: CUDA's device 0)."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, *, device_id: int | None = None) -> None:
         self.cfg = cfg
         tune_allocator()                # before any thread starts allocating
         versions.prefetch_installation()
-        self.models = load_models(cfg)
+        self.models = load_models(cfg, device_id=device_id)
         if cfg.mark.enabled:   # while the render starts, not at the end of the first render
             # not a daemon: the interpreter waits for it before it finalises. A daemon thread
             # still importing then (a quick `render verify`) ends inside the Rust code of c2pa or

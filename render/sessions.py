@@ -71,8 +71,10 @@ class SessionFactory:
     """Creates sessions for one render with the providers and options its config asks for."""
 
     def __init__(self, execution: Execution, cache_dir: Path, *,
-                 available: list[str] | None = None) -> None:
+                 available: list[str] | None = None, device_id: int | None = None) -> None:
         self.execution = execution
+        #: the CUDA device the GPU providers run on (the locked GPU; None: their default, 0)
+        self.device_id = device_id
         self.settings = strategy(execution)
         self.cache_dir = cache_dir
         available = ort.get_available_providers() if available is None else available
@@ -126,12 +128,14 @@ class SessionFactory:
                     "trt_timing_cache_enable": True,
                     "trt_timing_cache_path": str(self._trt_dir),
                     "trt_max_workspace_size": s.trt_workspace_mb << 20,
+                    **self._device(),
                 }))
             elif name == "CUDAExecutionProvider":
                 opts: dict[str, Any] = {
                     "arena_extend_strategy": s.arena_extend_strategy,
                     "cudnn_conv_algo_search": s.cudnn_conv_algo_search,
                     "do_copy_in_default_stream": True,
+                    **self._device(),
                 }
                 if s.gpu_mem_limit_mb:
                     opts["gpu_mem_limit"] = s.gpu_mem_limit_mb << 20
@@ -139,6 +143,9 @@ class SessionFactory:
             else:
                 out.append((name, {}))
         return out
+
+    def _device(self) -> dict[str, Any]:
+        return {} if self.device_id is None else {"device_id": self.device_id}
 
     def create(self, path: Path, *, fp16: bool = False, sha256: str = "",
                providers: list[str] | None = None) -> ort.InferenceSession:

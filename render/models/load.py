@@ -107,11 +107,12 @@ class LoadedModels:
                 *(p.record() for p in self.processors)]
 
 
-def load_models(cfg: Config) -> LoadedModels:
-    """Verify every model ``cfg`` needs and wire detector, embedder and processors."""
+def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
+    """Verify every model ``cfg`` needs and wire detector, embedder and processors; their
+    sessions on a GPU provider run on CUDA device ``device_id`` (None: device 0)."""
     store = model_store(cfg)
     resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
-    factory = SessionFactory(cfg.execution, cfg.cache_path)
+    factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
                            on_cpu=lambda: models.on_cpu() if models is not None else
