@@ -99,8 +99,11 @@ class FaceStage:
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
                  chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
-                 times: StageTimes | None = None) -> None:
+                 times: StageTimes | None = None,
+                 embed: Callable[[np.ndarray, Face], np.ndarray] | None = None) -> None:
         self.detector = detector
+        #: the target faces' identities, for steps that balance the source with them (swap.weight)
+        self.embed = embed
         self.select = select
         self.chain = list(chain)
         self.batch_size = batch_size
@@ -122,18 +125,20 @@ class FaceStage:
             self._tracker.reset(frame, chosen)
         return chosen
 
-    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep
-               ) -> None:
+    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
+               identities: np.ndarray | None = None) -> None:
         """Align every face to the step's template, run it over the crops in batches, paste back
-        through the step's masks."""
+        through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
+        a step that asks for them."""
         proc = step.processor
         t0 = time.perf_counter()
         matrices = [align.estimate(face.kps, proc.template, proc.size) for _, face in faces]
         crops = np.stack([align.warp(frames[i], m, proc.size) for (i, _), m in zip(faces, matrices)])
         weights = combine(step.masks, crops, [face for _, face in faces])
         self.times.add("composite", time.perf_counter() - t0)
+        wants = getattr(proc, "needs_target_identity", False)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
-                        proc.max_batch)
+                        proc.max_batch, identities if wants else None)
         t0 = time.perf_counter()
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
@@ -163,9 +168,15 @@ class FaceStage:
             rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
-        """Run every step of the chain on ``faces`` of ``frames``, in place."""
+        """Run every step of the chain on ``faces`` of ``frames``, in place. The faces' identities
+        are taken first, from the frames as decoded, when a step asks for them."""
+        identities = None
+        if self.embed is not None and any(getattr(s.processor, "needs_target_identity", False)
+                                          for s in self.chain):
+            identities = timed(self.times, "embed", lambda: np.stack(
+                [self.embed(frames[i], face) for i, face in faces]))
         for step in self.chain:
-            self._apply(frames, faces, step)
+            self._apply(frames, faces, step, identities)
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
@@ -181,7 +192,8 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
         select = ReferenceTracks(models.embedder.embed, reference, distance=select_cfg.distance,
                                  every=select_cfg.embed_every, margin=select_cfg.margin)
     else:
-        if models.settings.release_idle_models:
+        needed = any(getattr(p, "needs_target_identity", False) for p in models.processors)
+        if models.settings.release_idle_models and not needed:
             models.embedder.lazy.release()   # not needed again: the source embedding is cached
 
         def select(frame: np.ndarray, found: list[Face]) -> list[Face]:
@@ -192,4 +204,4 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
              for p in models.processors]
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times)
+                     times=times, embed=models.embedder.embed)

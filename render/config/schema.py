@@ -15,6 +15,8 @@ from typing import Any, Mapping, Sequence, get_type_hints
 PROVIDERS = ("tensorrt", "cuda", "cpu")
 MEMORY_STRATEGIES = ("low", "moderate", "high")
 PRECISIONS = ("fp32", "fp16")
+#: swap.pixel_boost: off (the model's side), auto (per face), or a crop side in pixels
+PIXEL_BOOST = ("off", "auto", "128", "256", "384", "512", "768", "1024")
 
 
 #: how a key enters the job key (the hash over everything that decides an output's bytes):
@@ -68,8 +70,16 @@ class Embed:
 
 @dataclass(frozen=True)
 class Swap:
-    model: str = _f("inswapper_128", "face swapper (inswapper contract)")
+    model: str = _f("inswapper_128", "face swapper (a swapper contract: inswapper, hyperswap, "
+                    "simswap, ghost)")
     precision: str = _f("fp32", "swapper weights precision", choices=PRECISIONS)
+    pixel_boost: str = _f("off", "swap at this crop side, in tiles of the model's own side (a "
+                          "multiple of it), for faces larger than the model's crop; auto = the "
+                          "smallest side at least the face's size in the frame",
+                          choices=PIXEL_BOOST, keyed="unless-default")
+    weight: float = _f(0.5, "identity weight: below 0.5 the result keeps more of the target "
+                       "face's identity, above it more of the source's", min=0.0, max=1.0,
+                       keyed="unless-default")
 
 
 @dataclass(frozen=True)

@@ -68,10 +68,12 @@ class LoadedModels:
     processors: list[FaceProcessor]
 
     def sessions(self) -> list[LazySession]:
-        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors)]
+        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors),
+                *(m.lazy for p in self.processors for m in p.model.needs.values())]
 
     def entries(self) -> list[ModelEntry]:
-        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors)]
+        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors),
+                *(m.entry for p in self.processors for m in p.model.needs.values())]
 
     def on_cpu(self) -> bool:
         """Whether the models run on the CPU provider: the providers the chain's first session
@@ -139,8 +141,11 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
             _check_contract(entry, "processors", registry.contracts())
         cls = registry.processor_class(entry.contract)
         assert cls is not None
+        needs = {name: ProcessorModel(resolved[(name, "fp32")], store.path(resolved[(name, "fp32")]),
+                                      lazy(resolved[(name, "fp32")]), cfg.cache_path)
+                 for name in entry.needs}
         processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),
-                                                   cfg.cache_path)))
+                                                   cfg.cache_path, needs)))
     if not processors:
         raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
                           f"(enhance runs only with enhance.enabled=true)")

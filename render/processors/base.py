@@ -1,9 +1,9 @@
 """What a face processor is: a model over aligned crops, and how the face stage calls it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class ProcessorModel:
     path: Path
     lazy: LazySession
     cache_dir: Path
+    #: the models its manifest entry ``needs`` (a swapper's embedding converter), by name
+    needs: Mapping[str, "ProcessorModel"] = field(default_factory=dict)
 
 
 class FaceProcessor:
@@ -62,8 +64,12 @@ class FaceProcessor:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")
 
     def record(self) -> dict[str, Any]:
-        """The report's row for this step."""
-        return model_row(self.name, self.model.entry, self.model.path, self.lazy)
+        """The report's row for this step (with the rows of the models it needs)."""
+        row = model_row(self.name, self.model.entry, self.model.path, self.lazy)
+        if self.model.needs:
+            row["needs"] = [model_row(f"{self.name}-{name}", m.entry, m.path, m.lazy)
+                            for name, m in self.model.needs.items()]
+        return row
 
 
 def model_row(role: str, entry: ModelEntry, path: Path, lazy: LazySession) -> dict[str, Any]:
