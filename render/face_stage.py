@@ -6,6 +6,7 @@ on a lane thread). A frame without a selected face goes through untouched.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,8 @@ class ChainStep:
     processor: FaceProcessor
     run: Callable[[np.ndarray], np.ndarray]
     masks: Sequence[PasteMask]
+    #: the masks for crops of another side (a processor choosing its side per face)
+    masks_for: Callable[[int], Sequence[PasteMask]] | None = None
 
 
 class FaceStage:
@@ -129,12 +132,27 @@ class FaceStage:
                identities: np.ndarray | None = None) -> None:
         """Align every face to the step's template, run it over the crops in batches, paste back
         through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
-        a step that asks for them."""
+        a step that asks for them. A processor that chooses its crop side per face
+        (``crop_size``: pixel boost auto) gets the faces of each side together."""
+        proc = step.processor
+        sizes = [proc.crop_size(face.kps) for _, face in faces]
+        if all(size == proc.size for size in sizes):
+            self._apply_at(frames, faces, step, proc.size, step.masks, identities)
+            return
+        for size in sorted(set(sizes)):
+            pick = [k for k, s in enumerate(sizes) if s == size]
+            masks = step.masks if size == proc.size or step.masks_for is None \
+                else step.masks_for(size)
+            self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
+                           identities[pick] if identities is not None else None)
+
+    def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
+                  size: int, masks: Sequence[PasteMask], identities: np.ndarray | None) -> None:
         proc = step.processor
         t0 = time.perf_counter()
-        matrices = [align.estimate(face.kps, proc.template, proc.size) for _, face in faces]
-        crops = np.stack([align.warp(frames[i], m, proc.size) for (i, _), m in zip(faces, matrices)])
-        weights = combine(step.masks, crops, [face for _, face in faces])
+        matrices = [align.estimate(face.kps, proc.template, size) for _, face in faces]
+        crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
+        weights = combine(masks, crops, [face for _, face in faces])
         self.times.add("composite", time.perf_counter() - t0)
         wants = getattr(proc, "needs_target_identity", False)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
@@ -200,7 +218,11 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
             return select_faces(found, select_cfg.mode)
     times.add("embed", time.perf_counter() - t0)
     mask = cfg.mask
-    chain = [ChainStep(p, p.bind(embedding), paste_masks(mask.type, p.size, mask.padding, mask.blur))
+
+    @functools.lru_cache(maxsize=None)
+    def masks_for(size: int) -> list[PasteMask]:
+        return paste_masks(mask.type, size, mask.padding, mask.blur)
+    chain = [ChainStep(p, p.bind(embedding), masks_for(p.size), masks_for)
              for p in models.processors]
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,

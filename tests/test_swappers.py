@@ -210,3 +210,55 @@ def test_a_boost_the_model_does_not_take_is_one_line_exit_2(hyperswap):
     assert not (tmp / "out" / "bad.png").exists()
     r = run_cli(*common, f"output={tmp / 'out' / 'ok.png'}", "swap.pixel_boost=768")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("scale,want", [(0.5, 256), (1.0, 256), (1.5, 512), (2.5, 768), (5.0, 1024)])
+def test_auto_boost_takes_the_smallest_side_at_least_the_face(tmp_path, scale, want):
+    """A face whose 256-px crop covers scale × 256 frame pixels gets the first allowed side that
+    is at least that (1024 at most)."""
+    from render.faces.align import template_points
+
+    proc = _processor(tmp_path, "identity", boost="auto")
+    kps = template_points("arcface_128", 256) * scale + np.float32(40.0)
+    assert proc.crop_size(kps) == want
+
+
+def test_auto_boost_swaps_faces_of_two_sizes_in_one_frame_at_their_own_sides(tmp_path):
+    """The stage groups the faces by the side the processor chose: a small and a large face in
+    one frame are swapped at 256 and 768 px, each through masks of its own side."""
+    from render.face_stage import ChainStep, FaceStage
+    from render.faces.align import template_points
+    from render.faces.mask import paste_masks
+    from render.faces.types import Face
+
+    proc = _processor(tmp_path, "identity", boost="auto")
+    seen: list[int] = []
+    run = proc.bind(np.ones(512, np.float32))
+
+    def recording(crops):
+        seen.append(crops.shape[1])
+        return run(crops)
+    small = template_points("arcface_128", 256) * 0.6 + np.float32([50, 50])
+    large = template_points("arcface_128", 256) * 2.6 + np.float32([300, 20])
+    faces = [Face(box=np.array([0, 0, 1, 1], np.float32), kps=k.astype(np.float32), score=1.0)
+             for k in (small, large)]
+    noise = np.random.RandomState(5).randint(0, 256, (720, 1280, 3), np.uint8)
+    frame = cv2.GaussianBlur(noise, (0, 0), 8)          # smooth: resampling changes it little
+    before = frame.copy()
+    step = ChainStep(proc, recording, paste_masks("box", 256, 0.0, 0.0),
+                     lambda size: paste_masks("box", size, 0.0, 0.0))
+    stage = FaceStage(detector=None, select=lambda f, found: found, chain=[step])
+    stage.swap([frame], [(0, faces[0]), (0, faces[1])])
+    assert sorted(seen) == [256, 768]
+    assert np.abs(frame.astype(int) - before).mean() < 2      # an identity swap changes little
+
+
+def test_an_identity_hyperswap_with_auto_boost_leaves_the_face_as_it_was(hyperswap):
+    tmp, models, overlay, truth = hyperswap
+    original = cv2.imread(str(tmp / "target.png"))
+    x1, y1, x2, y2 = truth.boxes[0]
+    face = (slice(int(y1), int(y2)), slice(int(x1), int(x2)))
+    out, rep = _render(tmp, models, overlay, "auto.png", **{"swap.model": "hyperswap_identity",
+                                                            "swap.pixel_boost": "auto"})
+    assert np.median(np.abs(out[face].astype(int) - original[face])) == 0
+    assert rep["models"][2]["pixel_boost"] == "auto"

@@ -55,6 +55,11 @@ class FaceProcessor:
         shape = self.lazy.session.get_inputs()[0].shape
         return None if accepts_batch(shape) else int(shape[0])
 
+    def crop_size(self, kps: np.ndarray) -> int:
+        """The side of the crop this processor takes for a face with key points ``kps``; the
+        same ``size`` for every face unless the processor chooses per face."""
+        return self.size
+
     def bind(self, source: np.ndarray) -> CropsFn:
         """The call for one render, given the source face's raw embedding; processors that do not
         use the source face keep the default."""

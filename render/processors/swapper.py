@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from .base import FaceProcessor, ProcessorModel
-from .pixel_boost import boost_size, explode, implode
+from ..faces import align
+from .pixel_boost import auto_size, boost_size, explode, implode
 from .steps import Step
 
 DEFAULT_WEIGHT = 0.5
@@ -35,6 +36,8 @@ class SwapperProcessor(FaceProcessor):
         #: the model's own side S
         self.native = int(entry.input_size or type(self).size)
         boost = boost_size(str(step.options.get("pixel_boost", "off")), self.native, entry.name)
+        #: pixel boost auto: the side is chosen per face (crop_size)
+        self.auto = boost is None
         self.size = boost if boost is not None else self.native
         self.weight = float(step.options.get("weight", DEFAULT_WEIGHT))
 
@@ -46,6 +49,15 @@ class SwapperProcessor(FaceProcessor):
     @property
     def balance_factor(self) -> float:
         return float(np.float32(np.interp(self.weight, [0.0, 1.0], [0.35, -0.35])))
+
+    def crop_size(self, kps: np.ndarray) -> int:
+        """With pixel boost auto: the smallest side the model takes that is at least the face's
+        size in the frame (the frame pixels its own crop covers)."""
+        if not self.auto:
+            return self.size
+        m = align.estimate(kps, self.template, self.native)
+        scale = float(np.sqrt(abs(np.linalg.det(m[:, :2].astype(np.float64)))))
+        return auto_size(self.native / max(scale, 1e-9), self.native)
 
     # -- what a swapper implements -----------------------------------------------------------------
     def prepare_source(self, embedding: np.ndarray) -> np.ndarray:
@@ -62,7 +74,7 @@ class SwapperProcessor(FaceProcessor):
         prepared = self.prepare_source(source).astype(np.float32).reshape(1, -1)
 
         def run(crops: np.ndarray, targets: np.ndarray | None = None) -> np.ndarray:
-            n = self.size // self.native
+            n = crops.shape[1] // self.native
             sources = self.balance(prepared, targets, len(crops))
             tiles = implode(crops, n)
             out = self._batched(tiles, np.repeat(sources, n * n, axis=0))
@@ -89,7 +101,9 @@ class SwapperProcessor(FaceProcessor):
 
     def record(self) -> dict[str, Any]:
         row = super().record()
-        if self.size != self.native:
+        if self.auto:
+            row["pixel_boost"] = "auto"
+        elif self.size != self.native:
             row["pixel_boost"] = self.size
         if self.weight != DEFAULT_WEIGHT:
             row["weight"] = self.weight
