@@ -85,7 +85,7 @@ class Swap:
 @dataclass(frozen=True)
 class Enhance:
     enabled: bool = _f(False, "run the face enhancer after swapping")
-    model: str = _f("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer or GPEN contract)")
+    model: str = _f("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer, GPEN or RestoreFormer++ contract)")
     precision: str = _f("fp32", "enhancer weights precision", choices=PRECISIONS)
     blend: float = _f(0.8, "share of the enhanced face in the result", min=0.0, max=1.0)
     weight: float = _f(0.5, "CodeFormer's fidelity weight: 0 restores the most, 1 keeps closest to "

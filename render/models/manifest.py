@@ -64,6 +64,7 @@ CONTRACTS = (
     "enhancer-gfpgan",
     "enhancer-codeformer",
     "enhancer-gpen",
+    "enhancer-restoreformer",
     "occluder-xseg",
     "parser-bisenet",
     "landmarker-2dfan4",

@@ -21,6 +21,7 @@ BUILT_IN: dict[str, str] = {
     "enhancer-gfpgan": ".enhancer:FaceEnhancer",
     "enhancer-codeformer": ".enhancer:FaceEnhancer",
     "enhancer-gpen": ".enhancer:FaceEnhancer",
+    "enhancer-restoreformer": ".enhancer:FaceEnhancer",
 }
 
 _added: dict[str, type[FaceProcessor]] = {}
