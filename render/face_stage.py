@@ -222,7 +222,8 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
     @functools.lru_cache(maxsize=None)
     def masks_for(size: int) -> list[PasteMask]:
         return paste_masks(mask.type, size, mask.padding, mask.blur)
-    chain = [ChainStep(p, p.bind(embedding), masks_for(p.size), masks_for)
+    chain = [ChainStep(p, p.bind_face(*faces.face(source)) if p.takes_source_image
+                       else p.bind(embedding), masks_for(p.size), masks_for)
              for p in models.processors]
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,

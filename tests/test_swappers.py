@@ -262,3 +262,31 @@ def test_an_identity_hyperswap_with_auto_boost_leaves_the_face_as_it_was(hypersw
                                                             "swap.pixel_boost": "auto"})
     assert np.median(np.abs(out[face].astype(int) - original[face])) == 0
     assert rep["models"][2]["pixel_boost"] == "auto"
+
+
+@pytest.mark.parametrize("contract,source_size,signed", [("swapper-blendswap", 112, False),
+                                                         ("swapper-uniface", 256, True)])
+def test_image_swappers_take_the_source_face_crop_in_rgb(tmp_path, contract, source_size, signed):
+    """The stand-in returns the mean colour of its ``source`` input (a fixed-side crop): a source
+    image of one colour comes back as that colour, channels in place, through the contract's
+    output range; the weight does not apply."""
+    from render.faces.align import template_points
+    from render.faces.types import Face
+    from render.processors.image_swapper import ImageSwapper
+    from render.standins.swappers import make_image_swapper
+
+    factory = SessionFactory(load_config({}, env={}).execution, tmp_path,
+                             available=["CPUExecutionProvider"])
+    path = tmp_path / "image_swapper.onnx"
+    make_image_swapper(path, size=256, source_size=source_size, signed=signed)
+    entry = _entry("img", path, contract, 256, template="ffhq_512")
+    proc = ImageSwapper(Step("swap", "img", options={"weight": 0.0, "pixel_boost": "512"}),
+                        ProcessorModel(entry, path, factory.lazy(path), tmp_path))
+    assert proc.takes_source_image and not proc.needs_target_identity
+    image = np.full((400, 400, 3), (10, 100, 200), np.uint8)       # BGR
+    face = Face(box=np.array([100, 100, 300, 300], np.float32),
+                kps=(template_points("arcface_128", 200) + 100).astype(np.float32), score=1.0)
+    run = proc.bind_face(image, face)
+    out = run(np.zeros((1, 512, 512, 3), np.uint8))
+    assert out.shape == (1, 512, 512, 3)
+    assert np.abs(out.reshape(-1, 3).astype(int) - (10, 100, 200)).max() <= 1

@@ -71,7 +71,7 @@ class Embed:
 @dataclass(frozen=True)
 class Swap:
     model: str = _f("inswapper_128", "face swapper (a swapper contract: inswapper, hyperswap, "
-                    "simswap, ghost)")
+                    "simswap, ghost, blendswap, uniface)")
     precision: str = _f("fp32", "swapper weights precision", choices=PRECISIONS)
     pixel_boost: str = _f("off", "swap at this crop side, in tiles of the model's own side (a "
                           "multiple of it), for faces larger than the model's crop; auto = the "

@@ -60,6 +60,8 @@ CONTRACTS = (
     "swapper-simswap",
     "swapper-simswap-unofficial",
     "swapper-ghost",
+    "swapper-blendswap",
+    "swapper-uniface",
     "converter-crossface",
     "enhancer-gfpgan",
     "enhancer-codeformer",

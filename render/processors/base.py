@@ -35,6 +35,8 @@ class FaceProcessor:
     contracts: tuple[str, ...] = ()
     template: str = ""
     size: int = 0
+    #: the processor takes the source image and its face (:meth:`bind_face`), not the embedding
+    takes_source_image = False
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         self.step = step
@@ -64,6 +66,11 @@ class FaceProcessor:
         """The call for one render, given the source face's raw embedding; processors that do not
         use the source face keep the default."""
         return self.run
+
+    def bind_face(self, image: np.ndarray, face: Any) -> CropsFn:
+        """The call for one render, given the source image and its chosen face (processors with
+        ``takes_source_image``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not take the source image")
 
     def run(self, crops: np.ndarray) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")

@@ -18,6 +18,8 @@ BUILT_IN: dict[str, str] = {
     "swapper-simswap": ".embedding_swapper:EmbeddingSwapper",
     "swapper-simswap-unofficial": ".embedding_swapper:EmbeddingSwapper",
     "swapper-ghost": ".embedding_swapper:EmbeddingSwapper",
+    "swapper-blendswap": ".image_swapper:ImageSwapper",
+    "swapper-uniface": ".image_swapper:ImageSwapper",
     "enhancer-gfpgan": ".enhancer:FaceEnhancer",
     "enhancer-codeformer": ".enhancer:FaceEnhancer",
     "enhancer-gpen": ".enhancer:FaceEnhancer",

@@ -71,8 +71,10 @@ class SwapperProcessor(FaceProcessor):
 
     # -- the chain's call ------------------------------------------------------------------------
     def bind(self, source: np.ndarray) -> Any:
-        prepared = self.prepare_source(source).astype(np.float32).reshape(1, -1)
+        return self.bound(self.prepare_source(source).astype(np.float32).reshape(1, -1))
 
+    def bound(self, prepared: np.ndarray) -> Any:
+        """The chain's call with the source input ``prepared`` (one row)."""
         def run(crops: np.ndarray, targets: np.ndarray | None = None) -> np.ndarray:
             n = crops.shape[1] // self.native
             sources = self.balance(prepared, targets, len(crops))

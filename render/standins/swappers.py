@@ -7,6 +7,7 @@ embedding converter, with their production I/O contracts (``shared/docs/models.m
   ``mode="source"`` returns 0.5·target + 0.5·tanh(source @ W) per channel (the source input
   shows in the colour); ``mode="tile-mean"`` returns each tile's own mean colour everywhere (a
   polyphase tile's mean is the crop's; a quadrant's is not).
+* ``make_image_swapper``: BlendSwap / UniFace, the source face's crop as ``source``.
 * ``make_crossface``: ``input`` [1,512] → ``output`` [1,512] = ``scale`` · input, so what the
   converter was fed (raw or normalised) shows in the swapper's source.
 """
@@ -53,3 +54,24 @@ def make_crossface(path: PathLike, *, scale: float = 2.0) -> onnx.ModelProto:
     inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 512])]
     out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 512])]
     return finish(g, "crossface_standin", inp, out, path, doc="crossface stand-in: scale x input")
+
+
+def make_image_swapper(path: PathLike, *, size: int = 256, source_size: int = 112,
+                       signed: bool = False) -> onnx.ModelProto:
+    """BlendSwap / UniFace stand-in: ``target`` [1,3,S,S] and ``source`` [1,3,s,s] (the source
+    face's crop, RGB x/255, fixed side: a crop of another side fails the call) → ``output``: the
+    source crop's mean colour everywhere (in −1..1 when ``signed``), so what was fed as the
+    source, and in which channel order, shows in the swapped face."""
+    g = Graph("image_swapper")
+    mean = g.op("ReduceMean", ["source"], "source_mean", axes=[2, 3], keepdims=1)
+    if signed:
+        mean = g.op("Sub", [g.op("Mul", [mean, g.const(np.array(2.0, np.float32), "two")]),
+                            g.const(np.array(1.0, np.float32), "one")], "signed_mean")
+    zeros = g.op("Mul", ["target", g.const(np.array(0.0, np.float32), "zero")], "zeros")
+    g.op("Add", [zeros, mean], output="output")
+    inp = [helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 3, size, size]),
+           helper.make_tensor_value_info("source", TensorProto.FLOAT, [1, 3, source_size,
+                                                                       source_size])]
+    out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, size, size])]
+    return finish(g, "image_swapper_standin", inp, out, path,
+                  doc="BlendSwap/UniFace stand-in: the source crop's mean colour")
