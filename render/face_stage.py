@@ -18,9 +18,10 @@ from .config import Config
 from .faces import align
 from .faces.composite import paste
 from .faces.detect import Detector
-from .faces.mask import PasteMask, combine, paste_masks
+from .faces.mask import PasteMask, combine
 from .faces.select import ReferenceTracks, select_faces
 from .faces.types import Face
+from .masks.build import step_masks
 from .models.load import LoadedModels
 from .pipeline import StageTimes, run_batched, timed
 from .processors.base import FaceProcessor
@@ -87,11 +88,13 @@ class FaceTracker:
 @dataclass(frozen=True)
 class ChainStep:
     """One face processor as the stage runs it: the processor (its ``name``, ``template``,
-    ``size`` and ``max_batch``), its call bound to this render's source face, and its masks."""
+    ``size`` and ``max_batch``), its call bound to this render's source face, its masks computed
+    on the crops it is given and those computed on its results (``masks.build``)."""
 
     processor: FaceProcessor
     run: Callable[[np.ndarray], np.ndarray]
     masks: Sequence[PasteMask]
+    masks_after: Sequence[PasteMask] = ()
 
 
 class FaceStage:
@@ -99,10 +102,13 @@ class FaceStage:
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
                  chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
-                 times: StageTimes | None = None) -> None:
+                 times: StageTimes | None = None,
+                 landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
+                                     list[tuple[int, Face]]] | None = None) -> None:
         self.detector = detector
         self.select = select
         self.chain = list(chain)
+        self.landmarks = landmarks
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
@@ -130,11 +136,14 @@ class FaceStage:
         t0 = time.perf_counter()
         matrices = [align.estimate(face.kps, proc.template, proc.size) for _, face in faces]
         crops = np.stack([align.warp(frames[i], m, proc.size) for (i, _), m in zip(faces, matrices)])
-        weights = combine(step.masks, crops, [face for _, face in faces])
+        weights = combine(step.masks, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
                         proc.max_batch)
         t0 = time.perf_counter()
+        if step.masks_after:
+            weights = np.minimum(weights, combine(step.masks_after, results,
+                                                  [face for _, face in faces], matrices))
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)
@@ -163,7 +172,10 @@ class FaceStage:
             rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
-        """Run every step of the chain on ``faces`` of ``frames``, in place."""
+        """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
+        step, when on, which may move the points the crops are placed by)."""
+        if self.landmarks is not None:
+            faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         for step in self.chain:
             self._apply(frames, faces, step)
 
@@ -187,9 +199,9 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
         def select(frame: np.ndarray, found: list[Face]) -> list[Face]:
             return select_faces(found, select_cfg.mode)
     times.add("embed", time.perf_counter() - t0)
-    mask = cfg.mask
-    chain = [ChainStep(p, p.bind(embedding), paste_masks(mask.type, p.size, mask.padding, mask.blur))
+    chain = [ChainStep(p, p.bind(embedding),
+                       *step_masks(cfg, p.size, p.model.entry.contract, models.masks))
              for p in models.processors]
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times)
+                     times=times, landmarks=models.landmarks)
