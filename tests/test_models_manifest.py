@@ -17,11 +17,12 @@ from render.models.store import ModelStore, default_stamp_dir
 PINNED = {
     "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g", "retinaface_10g",
     "yoloface_8n", "yunet", "gfpgan_1.4", "codeformer", "gpen_bfr_256", "gpen_bfr_512", "xseg_1",
-    "bisenet_resnet_34", "2dfan4",
+    "xseg_2", "xseg_3", "bisenet_resnet_18", "bisenet_resnet_34", "2dfan4",
 }
 NON_COMMERCIAL = {"inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g",
                   "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512"}
-UNCONFIRMED = {"inswapper_128_fp16", "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512"}
+UNCONFIRMED = {"inswapper_128_fp16", "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
+               "xseg_2", "xseg_3", "bisenet_resnet_18"}
 
 
 def entry_doc(data: bytes, **kw) -> dict:
