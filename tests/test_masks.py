@@ -50,12 +50,14 @@ def models(tmp_path_factory) -> tuple[Path, Path]:
     quality.make_xseg(d / "xseg_1.onnx")
     quality.make_bisenet(d / "bisenet_resnet_34.onnx", CLASS_MAP)
     quality.make_fan_68_5(d / "fan_68_5.onnx")
+    quality.make_2dfan4(d / "2dfan4.onnx")
     overlay = d / "quality.yaml"
     overlay.write_text(yaml.safe_dump({"version": 1, "models": {
         "xseg_1": _entry("xseg_1", d / "xseg_1.onnx", "occluder-xseg", 256),
         "bisenet_resnet_34": _entry("bisenet_resnet_34", d / "bisenet_resnet_34.onnx",
                                     "parser-bisenet", 512),
-        "fan_68_5": _entry("fan_68_5", d / "fan_68_5.onnx", "landmarker-fan-68-5", 5)}}))
+        "fan_68_5": _entry("fan_68_5", d / "fan_68_5.onnx", "landmarker-fan-68-5", 5),
+        "2dfan4": _entry("2dfan4", d / "2dfan4.onnx", "landmarker-2dfan4", 256)}}))
     return d, overlay
 
 
@@ -166,6 +168,43 @@ def test_per_side_box_padding_cuts_each_side_in_facefusions_order(models, target
     lh, rh = _halves(truth)
     out, _ = _render(tmp, models, tmp / "target.png", "left.png", **{"mask.padding_left": "50"})
     assert np.array_equal(out[lh], original[lh]) and _swapped(out, original, rh)
+
+
+def test_every_mask_and_the_landmarker_on_give_the_same_bytes_on_any_lanes(models, tmp_path):
+    """Occlusion, region, area masks and 2dfan4 on a clip: one lane with small batches and three
+    lanes with other threads and frames in flight write the same bytes."""
+    d, overlay = models
+    media.make_source_image(tmp_path / "source.png")
+    clip = media.make_clip(tmp_path / "clip.mp4", width=640, height=360, seconds=0.8)
+    outputs = []
+    for run, lanes in (("a", "execution.lanes=1 execution.batch_size=1"),
+                       ("b", "execution.lanes=3 execution.threads=1 "
+                             "execution.frames_in_flight=7")):
+        out = tmp_path / run / "clip.mp4"
+        keys = dict(k.split("=") for k in lanes.split())
+        cfg = load_config({"profile": "low", "source": str(tmp_path / "source.png"),
+                           "target": str(clip.path), "output": str(out), "models.dir": str(d),
+                           "models.manifest": str(overlay), "cache_dir": str(tmp_path / "cache"),
+                           "lock.device": "none", "progress": "off", "skip_done": "false",
+                           "encode.threads": "2", "mask.occluder": "xseg_1",
+                           "mask.parser": "bisenet_resnet_34", "mask.regions": "eyebrows",
+                           "mask.areas": "upper-face,mouth", "landmark.model": "2dfan4", **keys},
+                          env={})
+        render_all(cfg)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"mask.areas": "mouth", "landmark.estimator": ""}, "mask.areas=mouth needs 68 landmarks"),
+    ({"mask.parser": "bisenet_resnet_34", "mask.regions": ""}, "with no mask.regions"),
+])
+def test_masks_that_could_not_work_are_refused_before_loading(keys, message):
+    from render.config import required_models
+    from render.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        required_models(load_config({"profile": "low", **keys}, env={}))
 
 
 # ------------------------------------------------------------------------- crop-level checks

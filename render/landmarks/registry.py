@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
+
 if TYPE_CHECKING:
     from ..config import Config
     from .model import LandmarkModel
@@ -45,5 +47,8 @@ def named_models(cfg: Config) -> dict[str, str]:
     if cfg.landmark.model:
         return {"landmark.model": cfg.landmark.model}
     if cfg.mask.areas:
+        if not cfg.landmark.estimator:
+            raise ConfigError(f"mask.areas={','.join(cfg.mask.areas)} needs 68 landmarks: set "
+                              f"landmark.model or landmark.estimator")
         return {"landmark.estimator": cfg.landmark.estimator}
     return {}

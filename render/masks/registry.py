@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigError
+
 if TYPE_CHECKING:
     from ..config import Config
     from .model import ModelMask
@@ -43,5 +45,8 @@ def mask_class(contract: str) -> type[ModelMask] | None:
 
 def named_models(cfg: Config) -> list[tuple[str, str]]:
     """(key, manifest name) of the mask models a render with ``cfg`` loads, in order."""
+    if cfg.mask.parser and not cfg.mask.regions:
+        raise ConfigError(f"mask.parser={cfg.mask.parser} with no mask.regions would keep none "
+                          f"of the swapped face: name the regions to keep")
     return [*(("mask.occluder", name) for name in cfg.mask.occluder),
             *([("mask.parser", cfg.mask.parser)] if cfg.mask.parser else [])]
