@@ -15,7 +15,6 @@ from render import standins
 from render.batch import render_all
 from render.config import load_config
 from render.faces.types import Face
-from render.files import sha256_file
 from render.landmarks.estimate import Landmarks68From5
 from render.landmarks.fan2d import Fan2dLandmarker
 from render.landmarks.refine import FaceLandmarks
