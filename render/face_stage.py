@@ -19,9 +19,10 @@ from .config import Config
 from .faces import align
 from .faces.composite import paste
 from .faces.detect import Detector
-from .faces.mask import PasteMask, combine, paste_masks
+from .faces.mask import PasteMask, combine
 from .faces.select import ReferenceTracks, select_faces
 from .faces.types import Face
+from .masks.build import step_masks
 from .models.load import LoadedModels
 from .pipeline import StageTimes, run_batched, timed
 from .processors.base import FaceProcessor
@@ -88,13 +89,16 @@ class FaceTracker:
 @dataclass(frozen=True)
 class ChainStep:
     """One face processor as the stage runs it: the processor (its ``name``, ``template``,
-    ``size`` and ``max_batch``), its call bound to this render's source face, and its masks."""
+    ``size`` and ``max_batch``), its call bound to this render's source face, its masks computed
+    on the crops it is given and those computed on its results (``masks.build``)."""
 
     processor: FaceProcessor
     run: Callable[[np.ndarray], np.ndarray]
     masks: Sequence[PasteMask]
-    #: the masks for crops of another side (a processor choosing its side per face)
-    masks_for: Callable[[int], Sequence[PasteMask]] | None = None
+    masks_after: Sequence[PasteMask] = ()
+    #: the (before, after) masks for crops of another side (a processor choosing its side per
+    #: face)
+    masks_for: Callable[[int], tuple[Sequence[PasteMask], Sequence[PasteMask]]] | None = None
 
 
 class FaceStage:
@@ -103,12 +107,15 @@ class FaceStage:
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
                  chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
                  times: StageTimes | None = None,
-                 embed: Callable[[np.ndarray, Face], np.ndarray] | None = None) -> None:
+                 embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
+                 landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
+                                     list[tuple[int, Face]]] | None = None) -> None:
         self.detector = detector
         #: the target faces' identities, for steps that balance the source with them (swap.weight)
         self.embed = embed
         self.select = select
         self.chain = list(chain)
+        self.landmarks = landmarks
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
@@ -137,27 +144,33 @@ class FaceStage:
         proc = step.processor
         sizes = [proc.crop_size(face.kps) for _, face in faces]
         if all(size == proc.size for size in sizes):
-            self._apply_at(frames, faces, step, proc.size, step.masks, identities)
+            self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
+                           identities)
             return
         for size in sorted(set(sizes)):
             pick = [k for k, s in enumerate(sizes) if s == size]
-            masks = step.masks if size == proc.size or step.masks_for is None \
+            masks = (step.masks, step.masks_after) if size == proc.size or step.masks_for is None \
                 else step.masks_for(size)
             self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
                            identities[pick] if identities is not None else None)
 
     def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
-                  size: int, masks: Sequence[PasteMask], identities: np.ndarray | None) -> None:
+                  size: int, masks: tuple[Sequence[PasteMask], Sequence[PasteMask]],
+                  identities: np.ndarray | None) -> None:
+        before, after = masks
         proc = step.processor
         t0 = time.perf_counter()
         matrices = [align.estimate(face.kps, proc.template, size) for _, face in faces]
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
-        weights = combine(masks, crops, [face for _, face in faces])
+        weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
         wants = getattr(proc, "needs_target_identity", False)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
                         proc.max_batch, identities if wants else None)
         t0 = time.perf_counter()
+        if after:
+            weights = np.minimum(weights, combine(after, results,
+                                                  [face for _, face in faces], matrices))
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)
@@ -186,8 +199,11 @@ class FaceStage:
             rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
-        """Run every step of the chain on ``faces`` of ``frames``, in place. The faces' identities
+        """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
+        step, when on, which may move the points the crops are placed by). The faces' identities
         are taken first, from the frames as decoded, when a step asks for them."""
+        if self.landmarks is not None:
+            faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         identities = None
         if self.embed is not None and any(getattr(s.processor, "needs_target_identity", False)
                                           for s in self.chain):
@@ -217,14 +233,16 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
         def select(frame: np.ndarray, found: list[Face]) -> list[Face]:
             return select_faces(found, select_cfg.mode)
     times.add("embed", time.perf_counter() - t0)
-    mask = cfg.mask
 
     @functools.lru_cache(maxsize=None)
-    def masks_for(size: int) -> list[PasteMask]:
-        return paste_masks(mask.type, size, mask.padding, mask.blur)
+    def masks(size: int, contract: str) -> tuple[tuple[PasteMask, ...], tuple[PasteMask, ...]]:
+        before, after = step_masks(cfg, size, contract, models.masks)
+        return tuple(before), tuple(after)
     chain = [ChainStep(p, p.bind_face(*faces.face(source)) if p.takes_source_image
-                       else p.bind(embedding), masks_for(p.size), masks_for)
+                       else p.bind(embedding), *masks(p.size, p.model.entry.contract),
+                       masks_for=functools.partial(lambda size, c: masks(size, c),
+                                                   c=p.model.entry.contract))
              for p in models.processors]
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times, embed=models.embedder.embed)
+                     times=times, embed=models.embedder.embed, landmarks=models.landmarks)

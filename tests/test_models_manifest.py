@@ -17,7 +17,7 @@ from render.models.store import ModelStore, default_stamp_dir
 PINNED = {
     "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g", "retinaface_10g",
     "yoloface_8n", "yunet", "gfpgan_1.4", "codeformer", "gpen_bfr_256", "gpen_bfr_512", "xseg_1",
-    "bisenet_resnet_34", "2dfan4",
+    "xseg_2", "xseg_3", "bisenet_resnet_18", "bisenet_resnet_34", "2dfan4",
 } | (SWAPPERS := {"hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256",
                   "simswap_unofficial_512", "crossface_simswap", "uniface_256"}) \
     | (ENHANCERS := {"gpen_bfr_1024", "gpen_bfr_2048", "restoreformer_plus_plus"})
@@ -25,7 +25,7 @@ NON_COMMERCIAL = {"inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "s
                   "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
                   *(SWAPPERS - {"crossface_simswap"}), "gpen_bfr_1024", "gpen_bfr_2048"}
 UNCONFIRMED = {"inswapper_128_fp16", "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
-               *SWAPPERS, *ENHANCERS}
+               "xseg_2", "xseg_3", "bisenet_resnet_18", *SWAPPERS, *ENHANCERS}
 
 
 def entry_doc(data: bytes, **kw) -> dict:

@@ -246,7 +246,7 @@ def test_auto_boost_swaps_faces_of_two_sizes_in_one_frame_at_their_own_sides(tmp
     frame = cv2.GaussianBlur(noise, (0, 0), 8)          # smooth: resampling changes it little
     before = frame.copy()
     step = ChainStep(proc, recording, paste_masks("box", 256, 0.0, 0.0),
-                     lambda size: paste_masks("box", size, 0.0, 0.0))
+                     masks_for=lambda size: (paste_masks("box", size, 0.0, 0.0), ()))
     stage = FaceStage(detector=None, select=lambda f, found: found, chain=[step])
     stage.swap([frame], [(0, faces[0]), (0, faces[1])])
     assert sorted(seen) == [256, 768]

@@ -14,6 +14,9 @@ from typing import Any, Mapping, Sequence, get_type_hints
 
 PROVIDERS = ("tensorrt", "cuda", "cpu")
 MEMORY_STRATEGIES = ("low", "moderate", "high")
+#: mask.regions: FaceFusion's region names and the pairs as one name (the face parser's classes)
+FACE_REGIONS = ("skin", "eyebrows", "eyes", "glasses", "nose", "mouth", "lips", "left-eyebrow",
+                "right-eyebrow", "left-eye", "right-eye", "upper-lip", "lower-lip")
 PRECISIONS = ("fp32", "fp16")
 #: swap.pixel_boost: off (the model's side), auto (per face), or a crop side in pixels
 PIXEL_BOOST = ("off", "auto", "128", "256", "384", "512", "768", "1024")
@@ -99,6 +102,41 @@ class Mask:
     padding: float = _f(0.0, "share of the crop side cut from each edge of the mask", min=0.0, max=0.4)
     blur: float = _f(0.3, "feather width as a share of the crop side (feather mask only)",
                      min=0.0, max=1.0)
+    # per-side box padding in percent of the crop side (FaceFusion's --face-mask-padding); each
+    # side cuts the larger of its own value and mask.padding
+    padding_top: float = _f(0.0, "percent of the crop side cut from the top edge of the box mask "
+                            "(the larger of this and mask.padding)", min=0.0, max=100.0,
+                            keyed="unless-default")
+    padding_right: float = _f(0.0, "percent of the crop side cut from the right edge of the box "
+                              "mask", min=0.0, max=100.0, keyed="unless-default")
+    padding_bottom: float = _f(0.0, "percent of the crop side cut from the bottom edge of the box "
+                               "mask", min=0.0, max=100.0, keyed="unless-default")
+    padding_left: float = _f(0.0, "percent of the crop side cut from the left edge of the box mask",
+                             min=0.0, max=100.0, keyed="unless-default")
+    occluder: tuple[str, ...] = _f([], "occlusion mask models (manifest names: xseg_1, xseg_2, "
+                                   "xseg_3; several give their minimum): what covers the face (a "
+                                   "hand, a microphone) keeps the target's pixels; empty = off",
+                                   keyed="unless-default")
+    parser: str = _f("", "face parser for the region mask (manifest name: bisenet_resnet_18, "
+                     "bisenet_resnet_34); empty = off", keyed="unless-default")
+    regions: tuple[str, ...] = _f(list(FACE_REGIONS[:7]), "regions of the face the swap keeps "
+                                  "with mask.parser (eyebrows, eyes and lips take both sides)",
+                                  choices=FACE_REGIONS, keyed="unless-default")
+    areas: tuple[str, ...] = _f([], "landmark area mask: the swap keeps only the convex hull of "
+                                "these areas of the 68 landmarks; empty = off",
+                                choices=("upper-face", "lower-face", "mouth"),
+                                keyed="unless-default")
+
+
+@dataclass(frozen=True)
+class Landmark:
+    model: str = _f("", "68-point landmarker (manifest name: 2dfan4); its points place the crops "
+                    "when its score is above landmark.score; empty = off", keyed="unless-default")
+    score: float = _f(0.5, "the landmarker's score above which its 68 points (not the detector's "
+                      "5) place the crops", min=0.0, max=1.0, keyed="unless-default")
+    estimator: str = _f("fan_68_5", "model estimating 68 points from the detector's 5, for "
+                        "mask.areas when landmark.model is off (a manifest overlay names its "
+                        "file: docs/models.md)", keyed="unless-default")
 
 
 @dataclass(frozen=True)
@@ -247,6 +285,7 @@ class Config:
     swap: Swap = field(default_factory=Swap)
     enhance: Enhance = field(default_factory=Enhance)
     mask: Mask = field(default_factory=Mask)
+    landmark: Landmark = field(default_factory=Landmark)
     select: Select = field(default_factory=Select)
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)

@@ -70,6 +70,7 @@ CONTRACTS = (
     "occluder-xseg",
     "parser-bisenet",
     "landmarker-2dfan4",
+    "landmarker-fan-68-5",
 )
 TEMPLATES = ("arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512")
 
