@@ -16,7 +16,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .assembly import Assembly
 from .errors import MediaError
@@ -24,7 +24,7 @@ from .files import sha256_file
 from .interrupts import PROCESS, StopToken
 from .media.reader import FrameReader
 from .media.writer import FrameWriter
-from .pipeline import StageTimes, stream
+from .pipeline import Ready, StageTimes, stream
 from .progress import Progress
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
 
@@ -98,8 +98,9 @@ class Executor:
     """Runs a plan's segments through the face stage and assembles them.
 
     ``make_stage(times)`` builds a fresh :class:`FaceStage` for each segment (the detector's
-    tracking restarts on a segment's first frame, which the plan put on a multiple of
-    ``detect.every``), so a segment's bytes do not depend on the segments before it.
+    tracking, the face tracks and their filters restart on the first frame the segment decodes:
+    its pre-roll's, on a multiple of ``detect.every``), so a segment's bytes do not depend on
+    the segments before it.
     """
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
@@ -213,13 +214,15 @@ class Executor:
         encode = list(seg.encode[:-1]) + [str(tmp)]
         seg_times = StageTimes()
         stage = self.make_stage(seg_times)
+        stage.segment(start=seg.start, preroll=seg.preroll, frames=seg.frames)
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
             prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer))
             frames = stream(reader, writer.write, prepare,
                             frames_in_flight=self.frames_in_flight, times=seg_times,
-                            progress=progress, lanes=self._lanes)
+                            progress=progress, lanes=self._lanes, finish=stage.finish,
+                            held=stage.lookahead)
             if frames < seg.frames:
                 writer.abort()
                 # the probe found every packet inside the file (a file that ends early is caught
@@ -246,19 +249,18 @@ class Executor:
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
 
-    def _stoppable(self, process: Callable[[list], Callable[[], None] | None]
-                   ) -> Callable[[list], Callable[[], None] | None]:
+    def _stoppable(self, process: Callable[[list], Any]) -> Callable[[list], Any]:
         """``process`` that asks the stop hook before each batch: a stop within a segment unwinds
         the stream, and the writer's abort removes the unfinished temp segment."""
         check = self.hooks.stop.check
 
-        def checked(batch: list) -> Callable[[], None] | None:
+        def checked(batch: list) -> Any:
             check()
             return process(batch)
         return checked
 
-    def _with_policy(self, prepare: Callable[[list], Callable[[], None] | None], reader: FrameReader,
-                     writer: FrameWriter) -> Callable[[list], Callable[[], None] | None]:
+    def _with_policy(self, prepare: Callable[[list], Ready], reader: FrameReader,
+                     writer: FrameWriter) -> Callable[[list], Ready]:
         """``prepare`` that also lets the thread policy watch this segment's ffmpeg children."""
         policy = self.threads
         if policy is None:
@@ -267,7 +269,7 @@ class Executor:
         policy.restart()
         policy.renice(children)
 
-        def watched(batch: list) -> Callable[[], None] | None:
+        def watched(batch: list) -> Ready:
             rest = prepare(batch)
             if not policy.decided:
                 policy.observe(len(batch), children)     # once decided, it applies itself
