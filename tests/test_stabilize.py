@@ -84,15 +84,17 @@ def test_tracks_keep_their_ids_through_short_misses_and_end_after_long_ones():
     assert linker.link([face_at(404, 102), face_at(110, 100)]) == [2, 0]   # a new track
 
 
-def test_selection_one_holds_its_track_while_it_lives():
+def test_selection_one_holds_its_track_until_another_face_is_clearly_larger():
     select = TrackSelection("one")
     frame = np.zeros((8, 8, 3), np.uint8)
-    small, large = face_at(100, 100, 60), face_at(400, 100, 150)
-    assert select(frame, [small], [0], {0}) == {0}
-    assert select(frame, [small, large], [0, 1], {0, 1}) == {0}      # a larger face walks in
-    assert select(frame, [], [], {0, 1}) == {0}                      # missed, still alive
-    assert select(frame, [large], [1], {1}) == {1}                   # track 0 ended
-    assert TrackSelection("many")(frame, [small, large], [0, 1], {0, 1, 5}) == {0, 1, 5}
+    a, b = face_at(100, 100, 100), face_at(400, 100, 105)
+    assert select(frame, [a], [0], {0}) == {0}
+    assert select(frame, [a, b], [0, 1], {0, 1}) == {0}           # about the same size: held
+    assert select(frame, [b], [1], {0, 1}) == {0}                 # 0 missed, still alive
+    large = face_at(400, 100, 150)
+    assert select(frame, [a, large], [0, 1], {0, 1}) == {1}       # 2.25 x the area: the largest
+    assert select(frame, [a], [0], {0}) == {0}                    # track 1 ended
+    assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0, 1, 5}
 
 
 # -- the window -----------------------------------------------------------------------------------
@@ -253,3 +255,33 @@ def test_debug_writes_every_frame_and_overlay_draws_instead_of_swapping(tmp_path
     _run(_stage(schedule, debug=FaceDebug(None, overlay=True)), drawn)
     assert _swapped(drawn) == [1] * 12                                # drawn into every frame
     assert all((f[60:180, 150:400] == 255 - 90).sum() == 0 for f in drawn)   # not negated
+
+
+# -- through the command line ---------------------------------------------------------------------
+def test_debug_faces_and_overlay_through_the_cli(workdir, standin_models, tmp_path):
+    """A render in segments with profile low (stabilisation on) writes one debug line per frame,
+    each frame once and in order, the face found wherever the clip has one; the overlay render
+    is another job (its own key) whose frames differ from the swapped ones."""
+    from conftest import model_args, run_cli
+    from render.standins import media as mf
+
+    clip = mf.make_clip(tmp_path / "clip.mp4", width=640, height=360, seconds=2.0, audio=False)
+    faces = tmp_path / "faces.jsonl"
+    common = ["profile=low", "segment.seconds=1", "execution.threads=1",
+              f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
+              *model_args(standin_models, workdir / "cache")]
+    r = run_cli(*common, f"output={workdir / 'out' / 'swap.mp4'}", f"debug.faces={faces}")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in faces.read_text().splitlines()]
+    assert [x["frame"] for x in lines] == list(range(clip.frame_count))
+    with_face = [x["frame"] for x in lines if any(f["selected"] for f in x["faces"])]
+    assert set(clip.frames_with_faces()) <= set(with_face)
+    r = run_cli(*common, f"output={workdir / 'out' / 'overlay.mp4'}", "debug.overlay=true")
+    assert r.returncode == 0, r.stderr
+    swap, overlay = (json.loads((workdir / "out" / f"{n}.mp4.report.json").read_text())
+                     for n in ("swap", "overlay"))
+    assert swap["job_key"] != overlay["job_key"]
+    a = mf.read_frames(workdir / "out" / "swap.mp4")
+    b = mf.read_frames(workdir / "out" / "overlay.mp4")
+    i = clip.frames_with_faces()[len(clip.frames_with_faces()) // 2]
+    assert np.abs(a[i].astype(int) - b[i].astype(int)).max() > 64

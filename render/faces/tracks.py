@@ -84,18 +84,22 @@ class TrackLinker:
 
 
 class TrackSelection:
-    """Which tracks get swapped. ``one``: the largest face's track, held for as long as the track
-    lives (a larger face that walks in does not take over mid-shot); ``many``: every track;
+    """Which tracks get swapped. ``one``: the largest face's track, held until another track's
+    face is ``switch`` times larger (two faces of about the same size do not take turns, and a
+    missed frame does not hand the swap to the other face); ``many``: every track;
     ``reference``: the tracks whose identity is close to the reference (decided by
     :class:`ReferenceTracks` per track: embedded when the track starts, every ``embed_every``
     detections and on close calls)."""
 
-    def __init__(self, mode: str, reference: ReferenceTracks | None = None) -> None:
+    def __init__(self, mode: str, reference: ReferenceTracks | None = None, *,
+                 switch: float = 1.25) -> None:
         if mode == "reference" and reference is None:
             raise ValueError("reference selection needs a reference")
         self.mode = mode
         self.reference = reference
+        self.switch = switch
         self._chosen: int | None = None
+        self._area = 0.0            # the chosen track's last face's area
 
     def __call__(self, frame: np.ndarray, faces: list[Face], ids: list[int],
                  alive: set[int]) -> set[int]:
@@ -106,8 +110,12 @@ class TrackSelection:
             assert self.reference is not None
             return self.reference.decide(frame, faces, ids, alive)
         if self._chosen not in alive:
-            self._chosen = None
-            if faces:
-                best = max(range(len(faces)), key=lambda k: (faces[k].area, faces[k].score))
-                self._chosen = ids[best]
+            self._chosen, self._area = None, 0.0
+        for face, tid in zip(faces, ids):
+            if tid == self._chosen:
+                self._area = face.area
+        if faces:
+            best = max(range(len(faces)), key=lambda k: (faces[k].area, faces[k].score))
+            if self._chosen is None or faces[best].area > self.switch * self._area:
+                self._chosen, self._area = ids[best], faces[best].area
         return set() if self._chosen is None else {self._chosen}
