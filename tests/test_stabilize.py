@@ -193,6 +193,31 @@ def test_a_miss_longer_than_fill_is_not_filled():
     assert _swapped(frames) == [0 if 10 <= i < 14 else 1 for i in range(20)]
 
 
+def test_faces_followed_between_detections_stay_in_their_track():
+    """detect.every=3: the detector runs on frames 0, 3, 6 ...; in between the optical flow
+    follows the selected track's face, which keeps its id and is swapped (how: tracked)."""
+    rng = np.random.default_rng(5)
+    texture = rng.integers(0, 255, (240, 640, 3), dtype=np.uint8)
+    frames = []
+    for i in range(12):
+        f = texture.copy()
+        f[0, 0, 0], f[0, 0, 1] = i, 0
+        frames.append(f)
+    tracks = Tracking(TrackLinker(max_missed=3), TrackSelection("one"), 3,
+                      face_filter(0.05, 10.0, 0.15), 3)
+    det = ScheduledDetector(lambda i: [face_at(300, 120, 120)])
+    debug = FaceDebug(None, overlay=False)
+    seen = []
+    debug.frames = lambda entries, first, chain: seen.extend(entries)      # noqa: E731
+    stage = FaceStage(detector=det, select=lambda frame, faces: faces, chain=_negating_chain(),
+                      detect_every=3, times=StageTimes(), tracks=tracks, debug=debug)
+    stage.process(frames)
+    assert det.calls == 4
+    assert [e.faces[0].how for e in seen] == ["detected", "tracked", "tracked"] * 4
+    assert all(sorted(e.faces) == [0] and e.faces[0].selected for e in seen)
+    assert stage.times.frames_touched == 12
+
+
 def _run(stage, frames, *, lanes=1, in_flight=4, preroll=0, count=None, start=0):
     stage.segment(start=start, preroll=preroll, frames=count)
     out = []
