@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import realistic
+from bench import realistic, stability
 from bench.calibrate import swapper_knob
 from bench.cases import ALL_CASES, REAL_CASES, Case
 from bench.clips import Clip, ClipSpec, make_clip
@@ -236,6 +236,13 @@ def main(argv: list[str] | None = None) -> int:
         cases[case.name] = case
         bench.measure(case)
 
+    stable: dict[str, Any] | None = None
+    if "stability" in args.cases:     # issue 30: how still the swapped face holds (bench/stability.py)
+        log("\n== stability")
+        stable = stability.measure()
+        log(stability.report(stable) if stable is not None else
+            f"  skipped: the real YuNet detector is not at {realistic.YUNET}")
+
     if args.pyinstrument:
         bench.profile(cases, args.pyinstrument)
 
@@ -253,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             return {"name": c.name, "clip": c.clip, "models": c.models, "note": c.note,
                     "error": c.error, "runs": c.runs, "floors": c.floors, "relays": c.relays}
         args.json.write_text(json.dumps({"info": info, "args": {k: str(v) for k, v in vars(args).items()},
-                                         "overlap": overlap,
+                                         "overlap": overlap, "stability": stable,
                                          "cases": [strip(c) for c in cases.values()]}, indent=1))
     if not args.keep and not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

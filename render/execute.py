@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .assembly import Assembly
 from .errors import MediaError
@@ -25,7 +25,7 @@ from .files import sha256_file
 from .interrupts import PROCESS, StopToken
 from .media.reader import FrameReader
 from .media.writer import FrameWriter
-from .pipeline import StageTimes, stream
+from .pipeline import Ready, StageTimes, stream
 from .progress import Progress
 from .segment_pool import Aborted, frames_per_segment, run_at_once, segments_at_once
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
@@ -104,10 +104,10 @@ class Executor:
     """Runs a plan's segments through the face stage and assembles them.
 
     ``make_stage(times)`` builds a fresh :class:`FaceStage` for each segment (the detector's
-    tracking restarts on a segment's first frame, which the plan put on a multiple of
-    ``detect.every``), so a segment's bytes do not depend on the segments before it, and
-    ``parallel_segments`` of them (0 = auto, ``render.segment_pool``) can be rendered at once,
-    sharing the ``frames_in_flight``.
+    tracking, the face tracks and their filters restart on the first frame the segment decodes:
+    its pre-roll's, on a multiple of ``detect.every``), so a segment's bytes do not depend on
+    the segments before it, and ``parallel_segments`` of them (0 = auto,
+    ``render.segment_pool``) can be rendered at once, sharing the ``frames_in_flight``.
     """
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
@@ -261,13 +261,15 @@ class Executor:
         encode = list(seg.encode[:-1]) + [str(tmp)]
         seg_times = StageTimes()
         stage = self.make_stage(seg_times)
+        stage.segment(start=seg.start, preroll=seg.preroll, frames=seg.frames)
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
             prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer), check)
             frames = stream(reader, writer.write, prepare,
                             frames_in_flight=frames_in_flight, times=seg_times,
-                            progress=progress, lanes=self._lanes)
+                            progress=progress, lanes=self._lanes, finish=stage.finish,
+                            held=stage.lookahead)
             if frames < seg.frames:
                 writer.abort()
                 # the probe found every packet inside the file (a file that ends early is caught
@@ -295,21 +297,20 @@ class Executor:
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
 
-    def _stoppable(self, process: Callable[[list], Callable[[], None] | None],
-                   check: Callable[[], None] | None = None
-                   ) -> Callable[[list], Callable[[], None] | None]:
+    def _stoppable(self, process: Callable[[list], Any],
+                   check: Callable[[], None] | None = None) -> Callable[[list], Any]:
         """``process`` that asks ``check`` (default: the stop hook) before each batch: a stop
         within a segment unwinds the stream, and the writer's abort removes the unfinished temp
         segment."""
         check = check or self.hooks.stop.check
 
-        def checked(batch: list) -> Callable[[], None] | None:
+        def checked(batch: list) -> Any:
             check()
             return process(batch)
         return checked
 
-    def _with_policy(self, prepare: Callable[[list], Callable[[], None] | None], reader: FrameReader,
-                     writer: FrameWriter) -> Callable[[list], Callable[[], None] | None]:
+    def _with_policy(self, prepare: Callable[[list], Ready], reader: FrameReader,
+                     writer: FrameWriter) -> Callable[[list], Ready]:
         """``prepare`` that also lets the thread policy watch this segment's ffmpeg children."""
         policy = self.threads
         if policy is None:
@@ -318,7 +319,7 @@ class Executor:
         policy.restart()
         policy.renice(children)
 
-        def watched(batch: list) -> Callable[[], None] | None:
+        def watched(batch: list) -> Ready:
             rest = prepare(batch)
             if not policy.decided:
                 policy.observe(len(batch), children)     # once decided, it applies itself

@@ -24,7 +24,10 @@ from .faces.select import ReferenceTracks, select_faces
 from .faces.types import Face
 from .masks.build import step_masks
 from .models.load import LoadedModels
-from .pipeline import StageTimes, run_batched, timed
+from .face_debug import FaceDebug
+from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
+from .faces.tracks import TrackLinker, TrackSelection
+from .pipeline import Ready, StageTimes, run_batched, timed
 from .processors.base import FaceProcessor
 from .source_face import SourceFaces
 
@@ -101,12 +104,34 @@ class ChainStep:
     masks_for: Callable[[int], tuple[Sequence[PasteMask], Sequence[PasteMask]]] | None = None
 
 
+@dataclass
+class Tracking:
+    """What stabilize.enabled adds to the stage: the track linker, the selection of tracks, the
+    frames a miss may last and still be filled, the maker of each track's filter, and the frames
+    either side of the centred line."""
+
+    linker: TrackLinker
+    select: TrackSelection
+    fill: int
+    make_filter: Callable[[Face], Callable[[Face], Face]] | None
+    window: int = 0
+
+
 class FaceStage:
-    """detect → select → for each step of the chain: align → run (batched) → mask → paste back."""
+    """detect → link into tracks → select → (wait, fill, stabilise) → for each step of the chain:
+    align → run (batched) → mask → paste back.
+
+    Without ``tracks`` (stabilize.enabled=false) every frame's selected faces are used as found.
+    With it, frames wait in a :class:`FaceWindow` for the look-ahead's later frames, so short
+    misses are filled and the points are stabilised before alignment. A segment's pre-roll
+    (frames before its first, :meth:`segment`) and look-ahead (frames after its last) pass through
+    detection and the window but are never written.
+    """
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
                  chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
-                 times: StageTimes | None = None,
+                 times: StageTimes | None = None, tracks: Tracking | None = None,
+                 debug: FaceDebug | None = None,
                  embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
                  landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
                                      list[tuple[int, Face]]] | None = None) -> None:
@@ -119,8 +144,28 @@ class FaceStage:
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
+        self.tracks = tracks
+        self.debug = debug
         self._index = 0
         self._tracker = FaceTracker() if detect_every > 1 else None
+        self._window = FaceWindow(fill=tracks.fill if tracks else 0,
+                                  make_filter=tracks.make_filter if tracks else None,
+                                  window=tracks.window if tracks else 0)
+        self._ids: list[int] = []           # track ids of the faces the optical flow follows
+        self._selected: set[int] = set()
+        self._first, self._count = 0, None  # frames written: [first, first + count) decoded
+        self._start = 0                     # the target's number of the frame at _first
+
+    @property
+    def lookahead(self) -> int:
+        """Frames the stage holds back before it hands a frame on."""
+        return self._window.lookahead
+
+    def segment(self, *, start: int, preroll: int, frames: int | None) -> None:
+        """The decoded frames are ``preroll`` frames before the segment's first frame ``start``
+        (in the target), then its ``frames`` frames, then its look-ahead: only the segment's own
+        frames are handed on."""
+        self._start, self._first, self._count = start, preroll, frames
 
     def _faces(self, frame: np.ndarray) -> list[Face]:
         tracking = self._tracker is not None and self._index % self.detect_every != 0
@@ -134,6 +179,52 @@ class FaceStage:
         if self._tracker is not None:
             self._tracker.reset(frame, chosen)
         return chosen
+
+    def _track_faces(self, frame: np.ndarray) -> list[TrackFace]:
+        """This frame's faces in their tracks (stabilize.enabled)."""
+        assert self.tracks is not None
+        tracking = self._tracker is not None and self._index % self.detect_every != 0
+        self._index += 1
+        if tracking:
+            followed = timed(self.times, "detect", self._tracker.track, frame)
+            if followed is not None:
+                self.tracks.linker.follow(self._ids, followed)
+                return [TrackFace(tid, face, TRACKED, tid in self._selected)
+                        for tid, face in zip(self._ids, followed)]
+        faces = timed(self.times, "detect", self.detector.detect, frame)
+        ids = self.tracks.linker.link(faces)
+        self._selected = timed(self.times, "embed", self.tracks.select, frame, faces, ids,
+                               self.tracks.linker.alive())
+        if self._tracker is not None:
+            kept = [(tid, f) for tid, f in zip(ids, faces) if tid in self._selected]
+            self._ids = [tid for tid, _ in kept]
+            self._tracker.reset(frame, [f for _, f in kept])
+        return [TrackFace(tid, face, DETECTED, tid in self._selected)
+                for tid, face in zip(ids, faces)]
+
+    def _push(self, frame: np.ndarray) -> list[FrameFaces]:
+        if self.tracks is not None:
+            return self._window.push(frame, self._track_faces(frame))
+        faces = [TrackFace(k, face, DETECTED, True) for k, face in enumerate(self._faces(frame))]
+        return self._window.push(frame, faces)
+
+    def _hand_on(self, entries: list[FrameFaces]) -> Ready:
+        """The frames of ``entries`` to write (pre-roll and look-ahead dropped) and their swaps."""
+        kept = [e for e in entries if e.index >= self._first and
+                (self._count is None or e.index < self._first + self._count)]
+        frames = [e.frame for e in kept]
+        faces = [(i, f.used) for i, e in enumerate(kept)
+                 for f in (e.faces[t] for t in sorted(e.faces)) if f.selected and f.used is not None]
+        if self.debug is not None:
+            self.debug.frames(kept, self._start - self._first, self.chain)
+        self.times.faces += len(faces)
+        self.times.frames_touched += len({i for i, _ in faces})
+        ready = Ready(frames, dropped=len(entries) - len(kept))
+        if self.debug is not None and self.debug.overlay:
+            ready.rest = (lambda: self.debug.draw(kept)) if kept else None
+        elif faces:
+            ready.rest = lambda: self.swap(frames, faces)
+        return ready
 
     def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
                identities: np.ndarray | None = None) -> None:
@@ -175,28 +266,23 @@ class FaceStage:
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)
 
-    def find(self, frames: list[np.ndarray]) -> list[tuple[int, Face]]:
-        """The selected faces of ``frames`` as (index in ``frames``, face); in frame order, one
-        batch after the other (the tracker and the selection carry state between frames)."""
-        faces = [(i, face) for i, frame in enumerate(frames) for face in self._faces(frame)]
-        self.times.faces += len(faces)
-        self.times.frames_touched += len({i for i, _ in faces})
-        return faces
+    def prepare(self, frames: list[np.ndarray]) -> Ready:
+        """Find the faces of ``frames`` (in frame order: tracks, the selection and the filters
+        carry state between frames); returns the frames that may be written now and the rest of
+        their work (the chain and the paste back, in place), which touches only those frames
+        and may run on another thread."""
+        return self._hand_on([e for frame in frames for e in self._push(frame)])
 
-    def prepare(self, frames: list[np.ndarray]) -> Callable[[], None] | None:
-        """Find the faces of ``frames``; returns the rest of the work (the chain and the paste
-        back, in place), which touches only these frames and may run on another thread, or None
-        when no face was selected."""
-        faces = self.find(frames)
-        if not faces:
-            return None
-        return lambda: self.swap(frames, faces)
+    def finish(self) -> Ready:
+        """The frames still held back at the end of the input, and their work."""
+        return self._hand_on(self._window.finish())
 
     def process(self, frames: list[np.ndarray]) -> None:
-        """Run the chain on the selected faces of ``frames`` in place, on this thread."""
-        rest = self.prepare(frames)
-        if rest is not None:
-            rest()
+        """Run the chain on the selected faces of ``frames`` in place, on this thread (the whole
+        input at once: nothing is held back afterwards)."""
+        for ready in (self.prepare(frames), self.finish()):
+            if ready.rest is not None:
+                ready.rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
         """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
@@ -221,10 +307,12 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
     embedding = faces.source(source)
     select_cfg = cfg.select
     ref_path = faces.reference_path(source)
+    reference_tracks = None
     if ref_path is not None:
         reference = faces.embedding(ref_path, "reference")
-        select = ReferenceTracks(models.embedder.embed, reference, distance=select_cfg.distance,
-                                 every=select_cfg.embed_every, margin=select_cfg.margin)
+        select = reference_tracks = ReferenceTracks(
+            models.embedder.embed, reference, distance=select_cfg.distance,
+            every=select_cfg.embed_every, margin=select_cfg.margin)
     else:
         needed = any(getattr(p, "needs_target_identity", False) for p in models.processors)
         if models.settings.release_idle_models and not needed:
@@ -243,6 +331,14 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
                        masks_for=functools.partial(lambda size, c: masks(size, c),
                                                    c=p.model.entry.contract))
              for p in models.processors]
+    stab = cfg.stabilize
+    tracks = None
+    if stab.enabled:
+        tracks = Tracking(TrackLinker(max_missed=stab.fill),
+                          TrackSelection(select_cfg.mode, reference_tracks), stab.fill,
+                          face_filter(stab.min_cutoff, stab.beta, stab.d_cutoff), stab.window)
+    debug = FaceDebug.from_config(cfg.debug)
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times, embed=models.embedder.embed, landmarks=models.landmarks)
+                     times=times, tracks=tracks, debug=debug, embed=models.embedder.embed,
+                     landmarks=models.landmarks)

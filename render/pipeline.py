@@ -61,6 +61,18 @@ class StageTimes:
         return {k: v * 1000.0 / n for k, v in self.seconds.items()}
 
 
+@dataclass
+class Ready:
+    """What the face stage hands on from ``stream``'s ``process``: the frames to write now, in order
+    (frames of earlier batches when it holds frames back for a look-ahead), the rest of their
+    work (None: nothing to do), and how many frames it let go of without writing (a segment's
+    pre-roll and look-ahead: decoded to find faces, not encoded)."""
+
+    frames: list[np.ndarray]
+    rest: Callable[[], None] | None = None
+    dropped: int = 0
+
+
 def timed(times: StageTimes, stage: str, fn: Callable, *args):
     t0 = time.perf_counter()
     try:
@@ -89,14 +101,19 @@ class _Failure:
 
 
 def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
-           process: Callable[[list[np.ndarray]], Callable[[], None] | None], *,
+           process: Callable[[list[np.ndarray]], Ready | Callable[[], None] | None], *,
            frames_in_flight: int, times: StageTimes, progress: Progress | None = None,
-           lanes: int | Callable[[], int] = 1) -> int:
+           lanes: int | Callable[[], int] = 1, finish: Callable[[], Ready] | None = None,
+           held: int = 0) -> int:
     """Run reader → ``process`` → writer with at most ``frames_in_flight`` frames in the system.
 
     ``process(batch)`` runs on the calling thread, batch after batch in frame order. It may return
     the rest of the batch's work, which runs on one of ``lanes`` lane threads (on the calling
-    thread when ``lanes`` is 1) before the writer takes the batch's frames, still in order. A
+    thread when ``lanes`` is 1) before the writer takes the batch's frames, still in order. It
+    may instead return a :class:`Ready`: then the writer takes the frames that names (the stage
+    holds up to ``held`` frames back for a look-ahead, and ``finish()`` hands them on at the end
+    of the input); frames in flight are then at least ``held + 1``, so the stage always gets the
+    frame it waits for. A
     batch gathers the frames that are ready, up to ``frames_in_flight // (lanes + 1)``, so that
     decoding and encoding go on while every lane works. ``lanes`` may be a callable, asked before
     every batch: the thread policy goes down to one lane once it finds ffmpeg the busier side
@@ -105,7 +122,7 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
     Returns the number of frames written. Any failure in a thread stops the others and is
     re-raised here; KeyboardInterrupt in the caller's thread stops everything too.
     """
-    slots = threading.Semaphore(max(1, frames_in_flight))
+    slots = threading.Semaphore(max(1, frames_in_flight, held + 1))
     stop = threading.Event()
     in_q: queue.Queue = queue.Queue()
     out_q: queue.Queue = queue.Queue()
@@ -177,6 +194,19 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
             writer_failure.append(exc)
             stop.set()
 
+    def hand_on(ready: Ready, n_lanes: int) -> None:
+        """Start the rest of a batch's work (here or on a lane) and queue its frames to write."""
+        for _ in range(ready.dropped):
+            slots.release()
+        lane: Future | None = None
+        if ready.rest is not None:
+            if pool is None or n_lanes == 1:
+                ready.rest()
+            else:
+                lane = pool.submit(ready.rest)
+        if ready.frames or lane is not None:
+            out_q.put((ready.frames, lane))
+
     writer_failure: list[BaseException] = []
     threads = [threading.Thread(target=reader, name="render-reader", daemon=True),
                threading.Thread(target=writer, name="render-writer", daemon=True)]
@@ -206,14 +236,12 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
                 batch.append(nxt)
             if writer_failure:
                 raise writer_failure[0]
-            rest = process(batch)
-            lane: Future | None = None
-            if rest is not None:
-                if pool is None or n_lanes == 1:
-                    rest()
-                else:
-                    lane = pool.submit(rest)
-            out_q.put((batch, lane))
+            ready = process(batch)
+            if not isinstance(ready, Ready):
+                ready = Ready(batch, ready)
+            hand_on(ready, n_lanes)
+        if finish is not None:
+            hand_on(finish(), min(most, max(1, lanes_now())))
         out_q.put(_DONE)
         threads[1].join()
         if writer_failure:

@@ -50,6 +50,8 @@ class SegmentPlan:
     name: str             # seg-0003.mp4, in the work folder
     decode: tuple[str, ...]
     encode: tuple[str, ...]   # the LAST argument is the output file: the executor writes a temp name
+    preroll: int = 0      # frames decoded before ``start`` to start tracks and filters, not encoded
+    lookahead: int = 0    # frames decoded after ``end`` for the face stage's look-ahead, not encoded
 
     @property
     def frames(self) -> int:
@@ -169,6 +171,20 @@ def work_dir_for(output: Path, key: str) -> Path:
     return output.parent / f".{output.name}.render-{key[:16]}"
 
 
+def face_context(cfg: Config, a: int, b: int, readable: int) -> tuple[int, int]:
+    """(pre-roll, look-ahead) of the segment of frames [a, b): with stabilize.enabled, its tracks
+    and filters start ``stabilize.preroll`` frames before it (as many whole multiples of
+    ``detect.every`` as there are frames before it, so the detector's schedule keeps its
+    place) and the face stage sees its look-ahead, ``max(stabilize.fill, stabilize.window)``
+    frames, past its end (where the target has them). Fixed by the plan, so a segment's faces do not depend on who renders it."""
+    stab = cfg.stabilize
+    if not stab.enabled:
+        return 0, 0
+    every = max(1, cfg.detect.every)
+    preroll = min(-(-stab.preroll // every) * every, a // every * every)
+    return preroll, max(0, min(max(stab.fill, stab.window), readable - b))
+
+
 # -- the plan -----------------------------------------------------------------------------------------
 def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: MediaInfo,
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
@@ -225,17 +241,21 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     seg_ext = output.suffix if whole else ffargs.SEGMENT_MUXERS[family][1]
     segments = []
     inexact = info.container.split(",")[0] in INEXACT_SEEK
+    readable = min(times.count, times.readable)
     for i, (a, b) in enumerate(bounds):
+        preroll, lookahead = face_context(cfg, a, b, readable)
+        da, db = a - preroll, b + lookahead          # the frames decoded
         # seek halfway between the frame before and the first frame: robust to timestamp rounding
-        seek = None if a == 0 else times.first + (frame_time(times, fps, a - 1) + frame_time(times, fps, a)) / 2
+        seek = None if da == 0 else \
+            times.first + (frame_time(times, fps, da - 1) + frame_time(times, fps, da)) / 2
         skip = 0.0
         if seek is not None and inexact:
-            seek, skip = keyframe_seek(times, fps, a, seek)
+            seek, skip = keyframe_seek(times, fps, da, seek)
         name = f"seg-{i:04d}{seg_ext}"
         grid = None
-        if rate is not None and on_grid(times, rate, a, b):
-            grid = (rate, times.first + frame_time(times, fps, a) - (seek or 0.0))
-        decode = ffargs.segment_decode_args(info, seek=seek, frames=b - a, scale_height=scale_height,
+        if rate is not None and on_grid(times, rate, da, db):
+            grid = (rate, times.first + frame_time(times, fps, da) - (seek or 0.0))
+        decode = ffargs.segment_decode_args(info, seek=seek, frames=db - da, scale_height=scale_height,
                                             legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid,
                                             skip=skip)
         if whole:
@@ -246,7 +266,8 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
             encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
                                                 height=height, fps=fps, video=video,
                                                 legacy_vsync=legacy_vsync)
-        segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode)))
+        segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode), preroll,
+                                    lookahead))
 
     names = [s.name for s in segments]
     concat = ffargs.concat_list(names)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from render.config import load_config
+from render.config import SCHEMA, load_config
 from render.encoder import PINNED_ENCODE_THREADS
 from render.errors import MediaError, UsageError
 from render.media.probe import AudioStream, MediaInfo
@@ -69,8 +69,11 @@ def test_segment_boundaries_are_multiples_of_detect_every():
     assert p.segments[0].frames == 28    # 25 rounded up to a multiple of 4
 
 
+NO_STABILIZE = {"stabilize.enabled": "false"}   # segments decoded without pre-roll or look-ahead
+
+
 def test_segment_decode_seeks_between_frames_and_takes_exactly_its_frames():
-    p = plan({"segment.seconds": "4"})
+    p = plan({"segment.seconds": "4", **NO_STABILIZE})
     first, second = p.segments[0].decode, p.segments[1].decode
     assert "-ss" not in first and ("-frames:v", "100") in pairs(first)
     assert ("-ss", "3.98") in pairs(second)       # halfway between frame 99 (3.96) and 100 (4.0)
@@ -112,8 +115,39 @@ def test_the_grid_rate_is_the_one_the_frames_keep():
     assert ("-fps_mode", "passthrough") in pairs(dec) and "-r" not in dec
 
 
+def test_stabilised_segments_decode_a_fixed_pre_roll_and_look_ahead():
+    """stabilize.enabled: each segment decodes stabilize.preroll frames before it (rounded to
+    whole multiples of detect.every, at most the frames there are) and stabilize.fill after it
+    (where the target has them); both are in the plan, and only the segment's frames are
+    encoded."""
+    p = plan({"segment.seconds": "4", "stabilize.preroll": "10", "stabilize.fill": "3"})
+    assert [(s.start, s.end, s.preroll, s.lookahead) for s in p.segments] == \
+        [(0, 100, 0, 3), (100, 200, 10, 3), (200, 250, 10, 0)]
+    first, second, last = (list(s.decode) for s in p.segments)
+    assert "-ss" not in first and ("-frames:v", "103") in pairs(first)
+    assert ("-ss", "3.58") in pairs(second)        # halfway between frames 89 and 90
+    assert ("-frames:v", "113") in pairs(second) and ("-frames:v", "60") in pairs(last)
+    every = plan({"segment.seconds": "1", "detect.every": "4", "stabilize.preroll": "10"})
+    assert [s.preroll for s in every.segments[:3]] == [0, 12, 12]   # the detector keeps its place
+    trimmed = plan({"trim": "30f-80f", "segment.seconds": "1", "stabilize.preroll": "40"})
+    assert [s.preroll for s in trimmed.segments] == [30, 40]         # frames before the trim
+    off = plan({"segment.seconds": "4", **NO_STABILIZE})
+    assert {(s.preroll, s.lookahead) for s in off.segments} == {(0, 0)}
+    assert RenderPlan.from_json(p.to_json()) == p
+
+
+def test_stabilize_keys_leave_earlier_job_keys_alone_at_their_defaults():
+    """stabilize.* are keyed unless at their defaults (off): a profile that turns it on is a
+    new job key, so a resume never mixes stabilised and unstabilised segments."""
+    off = plan(NO_STABILIZE)
+    on = plan()
+    assert off.key != on.key
+    assert "stabilize.enabled" not in {k for k, v in off.config.items()
+                                       if SCHEMA[k].in_job_key(v)}
+
+
 def test_seek_is_measured_from_the_container_start():
-    p = plan({"segment.seconds": "4"}, times=cfr(250, first=0.5))
+    p = plan({"segment.seconds": "4", **NO_STABILIZE}, times=cfr(250, first=0.5))
     assert ("-ss", "4.48") in pairs(p.segments[1].decode)
 
 
@@ -171,7 +205,7 @@ def test_assembly_concats_with_stream_copy_and_muxes_the_audio_once():
 
 
 def test_trim_in_frames_is_exactly_those_frames():
-    p = plan({"trim": "30f-80f", "segment.seconds": "1"})
+    p = plan({"trim": "30f-80f", "segment.seconds": "1", **NO_STABILIZE})
     assert (p.start, p.end) == (30, 80)
     assert [(s.start, s.end) for s in p.segments] == [(30, 55), (55, 80)]
     assert ("-ss", "1.18") in pairs(p.segments[0].decode)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -115,10 +116,14 @@ def test_kill_9_then_resume_gives_the_uninterrupted_bytes(workdir, standin_model
     assert visible(workdir / "out") == [], "something that looks finished was left"
     (work,) = work_dirs(workdir / "out")
     assert (work / "plan.json").is_file()
+    # a segment decodes its pre-roll and look-ahead too (stabilize.enabled in the profile)
+    segments = json.loads((work / "plan.json").read_text())["segments"]
+    assert any(s["preroll"] for s in segments)
+    whole = sum(s["preroll"] + s["end"] - s["start"] + s["lookahead"] for s in segments)
     r = run_cli(*args, "--verbose")
     assert r.returncode == 0, r.stderr
     decoded, resumed, total = resumed_line(r.stderr)
-    assert total == 6 and resumed >= 2 and decoded < clip.frame_count
+    assert total == 6 and resumed >= 2 and decoded < whole
     assert "resuming: " in r.stderr and "segments done" in r.stderr
     assert sha(out) == reference
     assert visible(workdir / "out") == ["clip.mp4", "clip.mp4.report.json"]
@@ -144,10 +149,12 @@ def test_changed_override_starts_afresh(workdir, standin_models, clip):
     out = workdir / "out" / "clip.mp4"
     kill_after_segments(render_args(workdir, standin_models, clip.path, out), workdir / "out", 1)
     (old,) = work_dirs(workdir / "out")
+    segments = json.loads((old / "plan.json").read_text())["segments"]   # the same cuts
+    whole = sum(s["preroll"] + s["end"] - s["start"] + s["lookahead"] for s in segments)
     r = run_cli(*render_args(workdir, standin_models, clip.path, out, "mask.padding=0.1", "--verbose"))
     assert r.returncode == 0, r.stderr
     decoded, _, _ = (int(x) for x in re.search(r"(\d+) frames decoded", r.stderr).groups() + (0, 0))
-    assert decoded == clip.frame_count and "resuming" not in r.stderr
+    assert decoded == whole and "resuming" not in r.stderr
     assert not old.exists() and work_dirs(workdir / "out") == []
 
 
@@ -342,7 +349,8 @@ def _passthrough(decode: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(argv)
 
 
-def _segment_decodes(path: Path, seconds: str) -> list[tuple[str, ...]]:
+def _segment_decodes(path: Path, seconds: str) -> list:
+    """The plan's segments of ``path`` (profile low: each decodes a pre-roll and a look-ahead)."""
     from render.config import load_config
     from render.media.probe import probe
     from render.media.timing import frame_times
@@ -352,7 +360,14 @@ def _segment_decodes(path: Path, seconds: str) -> list[tuple[str, ...]]:
     cfg = load_config({"profile": "low", "segment.seconds": seconds}, env={})
     plan = plan_render(cfg, source=path, target=path, output=path.with_name("o.mp4"), info=info,
                        times=frame_times(info), identity=Identity("", "", None, {}, {}))
-    return [s.decode for s in plan.segments]
+    return list(plan.segments)
+
+
+def _own_md5s(seg) -> list[str]:
+    """The MD5s of a segment's own frames: its decode less the pre-roll and the look-ahead."""
+    md5s = _frame_md5s(seg.decode)
+    assert len(md5s) == seg.preroll + seg.frames + seg.lookahead, seg
+    return md5s[seg.preroll:seg.preroll + seg.frames]
 
 
 def test_segment_decodes_put_frames_on_the_grid_without_moving_one(tmp_path):
@@ -375,14 +390,16 @@ def test_segment_decodes_put_frames_on_the_grid_without_moving_one(tmp_path):
                    check=True)
     for path, seconds, rate, n in ((silent.path, "1", "25", 25), (late, "1", "25", 25),
                                    (odd, "10", "30", 120)):
-        for decode in _segment_decodes(path, seconds):
+        for seg in _segment_decodes(path, seconds):
+            decode = seg.decode
             grid = _frame_md5s(decode)
             assert ("-r", rate) in zip(decode, decode[1:]), decode
-            assert len(grid) == n and grid == _frame_md5s(_passthrough(decode)), (path, decode)
+            assert seg.frames == n and len(grid) == seg.preroll + n + seg.lookahead
+            assert grid == _frame_md5s(_passthrough(decode)), (path, decode)
     bad = tmp_path / "damaged.mp4"
     damage_packet(silent.path, bad, lambda packets: packets[60])
-    good = [m for d in _segment_decodes(silent.path, "1") for m in _frame_md5s(d)]
-    got = [m for d in _segment_decodes(bad, "1") for m in _frame_md5s(d)]
+    good = [m for s in _segment_decodes(silent.path, "1") for m in _own_md5s(s)]
+    got = [m for s in _segment_decodes(bad, "1") for m in _own_md5s(s)]
     differ = [i for i, (a, b) in enumerate(zip(good, got)) if a != b]
     assert len(got) == 100 and len(differ) == 1, differ
     assert got[differ[0]] == good[differ[0] + 1]
@@ -402,11 +419,13 @@ def test_transport_stream_segments_start_on_their_own_first_frame(tmp_path):
                            "-pix_fmt", "bgr24", "-f", "framemd5", "-"],
                           capture_output=True, text=True, check=True).stdout
     truth = [line.rsplit(",", 1)[1].strip() for line in full.splitlines() if line and line[0] != "#"]
-    decodes = _segment_decodes(ts, "1")
-    assert any(a.startswith("trim=start=") for d in decodes for a in d)
-    got = [m for d in decodes for m in _frame_md5s(d)]
+    segments = _segment_decodes(ts, "1")
+    assert any(a.startswith("trim=start=") for s in segments for a in s.decode)
+    got = [m for s in segments for m in _own_md5s(s)]
     assert len(truth) == len(got) == 100
     assert [i for i, (a, b) in enumerate(zip(truth, got)) if a != b] == []
+    for s in segments:      # the pre-roll and the look-ahead are the target's frames there too
+        assert _frame_md5s(s.decode) == truth[s.start - s.preroll:s.end + s.lookahead]
 
 
 def test_frames_missing_at_the_end_are_damage_not_a_truncation(workdir, standin_models, tmp_path):

@@ -152,6 +152,37 @@ class Select:
 
 
 @dataclass(frozen=True)
+class Stabilize:
+    enabled: bool = _f(False, "link faces into tracks, smooth each track's key points with a "
+                       "One-Euro filter before aligning, fill short misses; every segment is "
+                       "decoded with a pre-roll and a look-ahead (docs/stabilize.md)",
+                       keyed="unless-default")
+    min_cutoff: float = _f(0.05, "the filter's cutoff for a still face, in cycles per frame "
+                           "(lower = steadier)", min=0.001, max=0.5, keyed="unless-default")
+    beta: float = _f(10.0, "how fast the cutoff opens with the face's speed (in face widths per "
+                     "frame; higher = less lag while moving)", min=0.0, max=1000.0,
+                     keyed="unless-default")
+    d_cutoff: float = _f(0.15, "cutoff of the speed estimate, in cycles per frame", min=0.001,
+                         max=0.5, keyed="unless-default")
+    window: int = _f(3, "each frame's points are put on the line through the track's points N "
+                     "frames either side (no lag on a steady movement)", min=0, max=16,
+                     keyed="unless-default")
+    fill: int = _f(3, "a face missed for up to N frames inside a track is filled in from the "
+                   "frames around (the face stage looks max(fill, window) frames ahead)", min=0,
+                   max=16, keyed="unless-default")
+    preroll: int = _f(15, "frames before each segment decoded to start its tracks and filters "
+                      "(not encoded)", min=0, max=300, keyed="unless-default")
+
+
+@dataclass(frozen=True)
+class Debug:
+    faces: str = _f("", "write every frame's face tracks (boxes, raw and used key points, how "
+                    "each was found, the crop transform) to this JSON Lines file", keyed="never")
+    overlay: bool = _f(False, "draw boxes, key points and track ids into the output instead of "
+                       "swapping", keyed="unless-default")
+
+
+@dataclass(frozen=True)
 class Execution:
     providers: tuple[str, ...] = _f(["tensorrt", "cuda", "cpu"], "execution providers, tried in order",
                               choices=PROVIDERS)
@@ -287,6 +318,8 @@ class Config:
     mask: Mask = field(default_factory=Mask)
     landmark: Landmark = field(default_factory=Landmark)
     select: Select = field(default_factory=Select)
+    stabilize: Stabilize = field(default_factory=Stabilize)
+    debug: Debug = field(default_factory=Debug)
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)
     decode: Decode = field(default_factory=Decode)

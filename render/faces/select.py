@@ -60,7 +60,30 @@ class ReferenceTracks:
         self.margin = margin
         self.iou = iou
         self.tracks: list[_Track] = []
+        self.by_id: dict[int, _Track] = {}     # decide(): the state of each linked track
         self.embeds = 0
+
+    def _fresh(self, track: _Track | None) -> bool:
+        return track is None or track.since + 1 >= self.every or \
+            abs(track.distance - self.threshold) < self.margin
+
+    def _embedded(self, frame: np.ndarray, face: Face) -> _Track:
+        self.embeds += 1
+        return _Track(face.box, identity_distance(self.embed(frame, face), self.reference))
+
+    def decide(self, frame: np.ndarray, faces: list[Face], ids: list[int], alive: set[int]
+               ) -> set[int]:
+        """The tracks (linked by ``render.faces.tracks``: ``ids`` of ``faces``, ``alive`` every
+        live track) whose identity is the reference's; a track not found in this frame keeps
+        its last decision."""
+        for face, tid in zip(faces, ids):
+            track = self.by_id.get(tid)
+            if self._fresh(track):
+                self.by_id[tid] = self._embedded(frame, face)
+            else:
+                track.box, track.since = face.box, track.since + 1
+        self.by_id = {tid: t for tid, t in self.by_id.items() if tid in alive}
+        return {tid for tid, t in self.by_id.items() if t.distance < self.threshold}
 
     def __call__(self, frame: np.ndarray, faces: list[Face]) -> list[Face]:
         pairs = sorted(((box_iou(f.box, t.box), i, j) for i, f in enumerate(faces)
@@ -77,12 +100,8 @@ class ReferenceTracks:
         tracks, chosen = [], []
         for i, face in enumerate(faces):
             track = matched.get(i)
-            fresh = track is None or track.since + 1 >= self.every or \
-                abs(track.distance - self.threshold) < self.margin
-            if fresh:
-                self.embeds += 1
-                d = identity_distance(self.embed(frame, face), self.reference)
-                track = _Track(face.box, d)
+            if self._fresh(track):
+                track = self._embedded(frame, face)
             else:
                 track.box, track.since = face.box, track.since + 1
             tracks.append(track)

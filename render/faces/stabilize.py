@@ -1,0 +1,84 @@
+"""Stabilised alignment: a face track's key points through a centred local line and a One-Euro
+filter.
+
+The centred local line: each frame's points are replaced by the straight line fitted through the
+track's points of the frames up to ``window`` before and after it (the face stage holds frames
+back for its look-ahead anyway). It takes most of the detector's frame-to-frame noise away and,
+being centred, adds no lag to a steady movement; at a sudden stop or start it rounds the corner
+symmetrically over the window.
+
+The One-Euro filter (Casiez, Roussel and Vogel, CHI 2012) is a low-pass filter whose cutoff rises
+with the speed of what it filters: ``cutoff = min_cutoff + beta * |speed|``. While a face holds
+still, the detector's noise of a pixel or two is smoothed hard; while it moves, the cutoff opens
+and the points follow with little lag. Time is counted in frames (cutoffs in cycles per frame) and
+positions in face widths (the width of the first box the filter saw), so the same parameters
+hold for any resolution.
+
+The filter runs on the 5 key points and the box's two corners of one track, each point with its
+own speed. Its state starts from the first face it is given: a segment gets the same state
+whoever renders it, because it is always fed from the same first frame (the plan's pre-roll).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .types import Face
+
+
+def smoothing(cutoff: np.ndarray | float) -> np.ndarray | float:
+    """The exponential smoothing factor of a first-order low-pass at ``cutoff`` cycles per frame,
+    sampled once per frame."""
+    tau = 1.0 / (2.0 * math.pi * np.maximum(cutoff, 1e-9))
+    return 1.0 / (1.0 + tau)
+
+
+def local_linear(times: np.ndarray, values: np.ndarray, at: float) -> np.ndarray:
+    """The least-squares straight line through ``values`` (one row per time of ``times``)
+    evaluated at ``at``: with as many frames after ``at`` as before, the mean of the window, which
+    follows a steady movement without lag."""
+    t = np.asarray(times, np.float64)
+    v = np.asarray(values, np.float64).reshape(len(t), -1)
+    if len(t) == 1:
+        return v[0].reshape(np.shape(values)[1:])
+    dt = t - t.mean()
+    mean = v.mean(axis=0)
+    slope = (dt[:, None] * (v - mean)).sum(axis=0) / max(float((dt ** 2).sum()), 1e-12)
+    return (mean + slope * (at - t.mean())).reshape(np.shape(values)[1:])
+
+
+class OneEuro:
+    """A One-Euro filter over a (N, 2) array of points, one speed per point."""
+
+    def __init__(self, *, min_cutoff: float, beta: float, d_cutoff: float, scale: float) -> None:
+        self.min_cutoff, self.beta, self.d_cutoff = min_cutoff, beta, d_cutoff
+        self.scale = max(scale, 1e-6)      # positions are filtered in units of this length
+        self._x: np.ndarray | None = None  # the last filtered points (scaled)
+        self._dx: np.ndarray | None = None  # the filtered speed (scaled, per frame)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        x = np.asarray(points, np.float64) / self.scale
+        if self._x is None:
+            self._x, self._dx = x, np.zeros_like(x)
+            return x * self.scale
+        assert self._dx is not None
+        raw_speed = x - self._x
+        self._dx = self._dx + smoothing(self.d_cutoff) * (raw_speed - self._dx)
+        speed = np.linalg.norm(self._dx, axis=1, keepdims=True)
+        alpha = smoothing(self.min_cutoff + self.beta * speed)
+        self._x = self._x + alpha * (x - self._x)
+        return self._x * self.scale
+
+
+class FaceFilter:
+    """One track's filter: a face in, the face with its key points and box smoothed out."""
+
+    def __init__(self, first: Face, *, min_cutoff: float, beta: float, d_cutoff: float) -> None:
+        width = float(first.box[2] - first.box[0])
+        self._filter = OneEuro(min_cutoff=min_cutoff, beta=beta, d_cutoff=d_cutoff, scale=width)
+
+    def __call__(self, face: Face) -> Face:
+        points = np.concatenate([face.kps.reshape(-1, 2), face.box.reshape(2, 2)])
+        out = self._filter(points).astype(np.float32)
+        return Face(box=out[5:].reshape(4), kps=out[:5], score=face.score)

@@ -1,0 +1,313 @@
+"""Face tracks, the One-Euro filter, filling short misses, the segment's pre-roll and look-ahead in
+the face stage, and the face debugger."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from render.face_debug import FaceDebug
+from render.face_stage import ChainStep, FaceStage, Tracking
+from render.face_window import DETECTED, FILLED, FaceWindow, TrackFace, face_filter
+from render.faces.align import TEMPLATES
+from render.faces.mask import paste_masks
+from render.faces.stabilize import OneEuro, local_linear
+from render.faces.tracks import TrackLinker, TrackSelection
+from render.faces.types import Face
+from render.pipeline import StageTimes, stream
+
+UNIT_KPS = TEMPLATES["arcface_112_v2"]          # the 5 points in a unit face square
+
+
+def face_at(cx: float, cy: float, side: float = 100.0, score: float = 0.9) -> Face:
+    x1, y1 = cx - side / 2, cy - side / 2
+    return Face(box=np.array([x1, y1, x1 + side, y1 + side], np.float32),
+                kps=(UNIT_KPS * side + [x1, y1]).astype(np.float32), score=score)
+
+
+# -- the filter -----------------------------------------------------------------------------------
+def test_one_euro_steadies_a_still_point_and_follows_a_moving_one():
+    rng = np.random.default_rng(0)
+    still = 100 + rng.normal(0, 1.0, (200, 1, 2))           # a pixel of noise on a still point
+    f = OneEuro(min_cutoff=0.02, beta=4.0, d_cutoff=0.15, scale=100.0)
+    out = np.array([f(p) for p in still])
+    assert np.array_equal(out[0], still[0])                  # starts where the input starts
+    jitter_raw = np.diff(still[50:], 2, axis=0).std()
+    jitter_out = np.diff(out[50:], 2, axis=0).std()
+    assert jitter_out < jitter_raw / 4
+    # a face moving 5 % of its width per frame: the cutoff opens, the lag stays near a frame
+    moving = np.array([[[100 + 5.0 * i, 100.0]] for i in range(100)])
+    f = OneEuro(min_cutoff=0.02, beta=4.0, d_cutoff=0.15, scale=100.0)
+    out = np.array([f(p) for p in moving])
+    lag_px = moving[-1, 0, 0] - out[-1, 0, 0]
+    assert 0 <= lag_px < 5.0 * 1.5
+
+
+def test_the_centred_line_follows_a_steady_movement_without_lag():
+    t = np.arange(7.0)
+    ramp = np.stack([np.array([[10.0 + 3 * i, 5.0 - i]]) for i in t])
+    assert np.allclose(local_linear(t, ramp, 3.0), ramp[3])
+    assert np.allclose(local_linear(t[:4], ramp[:4], 3.0), ramp[3])     # one-sided: still no lag
+    assert np.allclose(local_linear(t[:1], ramp[:1], 0.0), ramp[0])
+    rng = np.random.default_rng(1)
+    noisy = ramp + rng.normal(0, 1.0, ramp.shape)
+    assert np.abs(local_linear(t, noisy, 3.0) - ramp[3]).max() < np.abs(noisy - ramp).max()
+
+
+def test_window_with_a_centred_line_waits_for_its_frames_either_side():
+    window = FaceWindow(fill=1, make_filter=face_filter(0.05, 10.0, 0.15), window=3)
+    assert window.lookahead == 3
+    out = []
+    for i in range(10):
+        out += window.push(np.zeros((2, 2, 3), np.uint8),
+                           [TrackFace(0, face_at(100 + 4 * i, 100), DETECTED, True)])
+    assert [e.index for e in out] == list(range(7))
+    out += window.finish()
+    # a steady movement of 4 px a frame: the used points trail the raw ones by well under half
+    # a frame (0.4: the line adds no lag; what is left is the One-Euro's, its cutoff open)
+    assert all(np.allclose(e.faces[0].used.kps, e.faces[0].raw.kps, atol=1.6) for e in out)
+
+
+# -- tracks ---------------------------------------------------------------------------------------
+def test_tracks_keep_their_ids_through_short_misses_and_end_after_long_ones():
+    linker = TrackLinker(max_missed=2)
+    a, b = face_at(100, 100), face_at(400, 100)
+    assert linker.link([a, b]) == [0, 1]
+    assert linker.link([face_at(404, 102), face_at(105, 98)]) == [1, 0]    # moved, swapped order
+    assert linker.link([]) == [] and linker.link([]) == []                 # missed twice
+    assert linker.link([face_at(110, 100)]) == [0]                         # found again
+    for _ in range(3):
+        linker.link([face_at(110, 100)])
+    assert linker.alive() == {0}                                           # 1 missed 3 > 2: ended
+    assert linker.link([face_at(404, 102), face_at(110, 100)]) == [2, 0]   # a new track
+
+
+def test_selection_one_holds_its_track_until_another_face_is_clearly_larger():
+    select = TrackSelection("one")
+    frame = np.zeros((8, 8, 3), np.uint8)
+    a, b = face_at(100, 100, 100), face_at(400, 100, 105)
+    assert select(frame, [a], [0], {0}) == {0}
+    assert select(frame, [a, b], [0, 1], {0, 1}) == {0}           # about the same size: held
+    assert select(frame, [b], [1], {0, 1}) == {0}                 # 0 missed, still alive
+    large = face_at(400, 100, 150)
+    assert select(frame, [a, large], [0, 1], {0, 1}) == {1}       # 2.25 x the area: the largest
+    assert select(frame, [a], [0], {0}) == {0}                    # track 1 ended
+    assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0, 1, 5}
+
+
+# -- the window -----------------------------------------------------------------------------------
+def _push_all(window, per_frame):
+    out = []
+    for i, faces in enumerate(per_frame):
+        out += window.push(np.full((2, 2, 3), i, np.uint8),
+                           [TrackFace(0, f, DETECTED, True) for f in faces])
+    return out + window.finish()
+
+
+def test_window_fills_misses_up_to_fill_frames_by_interpolation():
+    track = [[face_at(100 + 10 * i, 100)] for i in range(10)]
+    track[3] = track[4] = []                                 # a miss of two frames
+    track[7] = []                                            # and of one
+    out = _push_all(FaceWindow(fill=2, make_filter=None), track)
+    assert [e.index for e in out] == list(range(10))
+    assert [e.faces[0].how for e in out].count(FILLED) == 3
+    assert np.allclose(out[3].faces[0].used.kps, face_at(130, 100).kps, atol=1e-4)
+    assert np.allclose(out[4].faces[0].used.box, face_at(140, 100).box, atol=1e-4)
+    assert all(e.faces[0].selected for e in out)
+
+
+def test_window_does_not_invent_a_face_after_a_long_miss_or_past_the_end():
+    track = [[face_at(100, 100)]] + [[]] * 3 + [[face_at(100, 100)]] + [[]] * 2
+    out = _push_all(FaceWindow(fill=2, make_filter=None), track)
+    assert [sorted(e.faces) for e in out] == [[0], [], [], [], [0], [], []]
+
+
+def test_window_holds_back_exactly_fill_frames():
+    window = FaceWindow(fill=3, make_filter=face_filter(0.02, 4.0, 0.15))
+    released = [len(window.push(np.zeros((2, 2, 3), np.uint8), [])) for _ in range(6)]
+    assert released == [0, 0, 0, 1, 1, 1] and len(window.finish()) == 3
+
+
+# -- the stage ------------------------------------------------------------------------------------
+class ScheduledDetector:
+    """Finds the faces a schedule puts in each frame; the frame's number is its pixel (0, 0)."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+        self.calls = 0
+
+    def detect(self, frame):
+        self.calls += 1
+        return list(self.schedule(int(frame[0, 0, 0]) + 256 * int(frame[0, 0, 1])))
+
+
+def _frames(n):
+    frames = []
+    for i in range(n):
+        f = np.full((240, 640, 3), 90, np.uint8)
+        f[0, 0, 0], f[0, 0, 1] = i % 256, i // 256
+        frames.append(f)
+    return frames
+
+
+def _negating_chain():
+    proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None,
+                           crop_size=lambda kps: 128)
+    return [ChainStep(proc, lambda crops: 255 - crops, paste_masks("box", 128, 0.0, 0.3))]
+
+
+def _stage(schedule, *, stabilize=True, fill=3, window=3, debug=None):
+    tracks = Tracking(TrackLinker(max_missed=fill), TrackSelection("one"), fill,
+                      face_filter(0.05, 10.0, 0.15), window) if stabilize else None
+    return FaceStage(detector=ScheduledDetector(schedule), select=lambda frame, faces: faces[:1],
+                     chain=_negating_chain(), times=StageTimes(), tracks=tracks, debug=debug)
+
+
+def moving(i):
+    return [face_at(200 + 2 * i + (1.5 if i % 2 else -1.5), 120, 120)]   # drifting, jittering
+
+
+def _swapped(frames):
+    """Which frames the (negating) chain touched: the face area is no longer flat grey."""
+    return [int(np.abs(f[60:180, 150:400].astype(int) - 90).max() > 0) for f in frames]
+
+
+@pytest.mark.parametrize("misses", [1, 2, 3])
+def test_no_frame_of_a_track_is_left_unswapped_for_misses_up_to_fill(misses):
+    hidden = set(range(10, 10 + misses))
+    schedule = lambda i: [] if i in hidden else moving(i)           # noqa: E731
+    frames = _frames(30)
+    stage = _stage(schedule)
+    stage.process(frames)
+    assert _swapped(frames) == [1] * 30
+    old = _frames(30)
+    _stage(schedule, stabilize=False).process(old)                   # before: a flash
+    assert _swapped(old) == [0 if i in hidden else 1 for i in range(30)]
+
+
+def test_a_miss_longer_than_fill_is_not_filled():
+    schedule = lambda i: [] if 10 <= i < 14 else moving(i)          # noqa: E731
+    frames = _frames(20)
+    _stage(schedule, fill=3).process(frames)
+    assert _swapped(frames) == [0 if 10 <= i < 14 else 1 for i in range(20)]
+
+
+def test_faces_followed_between_detections_stay_in_their_track():
+    """detect.every=3: the detector runs on frames 0, 3, 6 ...; in between the optical flow
+    follows the selected track's face, which keeps its id and is swapped (how: tracked)."""
+    rng = np.random.default_rng(5)
+    texture = rng.integers(0, 255, (240, 640, 3), dtype=np.uint8)
+    frames = []
+    for i in range(12):
+        f = texture.copy()
+        f[0, 0, 0], f[0, 0, 1] = i, 0
+        frames.append(f)
+    tracks = Tracking(TrackLinker(max_missed=3), TrackSelection("one"), 3,
+                      face_filter(0.05, 10.0, 0.15), 3)
+    det = ScheduledDetector(lambda i: [face_at(300, 120, 120)])
+    debug = FaceDebug(None, overlay=False)
+    seen = []
+    debug.frames = lambda entries, first, chain: seen.extend(entries)      # noqa: E731
+    stage = FaceStage(detector=det, select=lambda frame, faces: faces, chain=_negating_chain(),
+                      detect_every=3, times=StageTimes(), tracks=tracks, debug=debug)
+    stage.process(frames)
+    assert det.calls == 4
+    assert [e.faces[0].how for e in seen] == ["detected", "tracked", "tracked"] * 4
+    assert all(sorted(e.faces) == [0] and e.faces[0].selected for e in seen)
+    assert stage.times.frames_touched == 12
+
+
+def _run(stage, frames, *, lanes=1, in_flight=4, preroll=0, count=None, start=0):
+    stage.segment(start=start, preroll=preroll, frames=count)
+    out = []
+    n = stream(iter(frames), out.append, stage.prepare, frames_in_flight=in_flight,
+               times=stage.times, lanes=lanes, finish=stage.finish, held=stage.lookahead)
+    assert n == len(out)
+    return out
+
+
+def test_stream_hands_on_only_the_segment_frames_in_order_whatever_the_lanes():
+    """Pre-roll and look-ahead frames are decoded and detected, never written; the written
+    bytes are the same with any lanes and frames in flight (even fewer than the look-ahead)."""
+    results = []
+    for lanes, in_flight in ((1, 1), (3, 7), (2, 2)):
+        out = _run(_stage(moving), _frames(40), lanes=lanes, in_flight=in_flight, preroll=8,
+                   count=29)
+        assert [int(f[0, 0, 0]) for f in out] == list(range(8, 37))
+        results.append([f.tobytes() for f in out])
+    assert results[0] == results[1] == results[2]
+
+
+def _used_points(tmp_path, name, frames, **segment):
+    path = tmp_path / name
+    _run(_stage(moving, debug=FaceDebug(path, overlay=False)), frames, **segment)
+    return {x["frame"]: np.array(x["faces"][0]["used"]) for x in
+            map(json.loads, path.read_text().splitlines())}
+
+
+def test_a_segment_starts_its_filters_from_its_pre_roll(tmp_path):
+    """A segment rendered alone gives the same points every time, and its pre-roll brings them
+    to within a fraction of a pixel of those of a render that saw every frame before it (the
+    filter's memory decays)."""
+    whole = _used_points(tmp_path, "whole.jsonl", _frames(60))
+    # frames 40-49 with a pre-roll of 15 and the look-ahead of 3
+    alone = _used_points(tmp_path, "alone.jsonl", _frames(60)[25:53], preroll=15, count=10,
+                         start=40)
+    again = _used_points(tmp_path, "again.jsonl", _frames(60)[25:53], preroll=15, count=10,
+                         start=40)
+    assert sorted(alone) == list(range(40, 50))
+    assert all(np.array_equal(alone[i], again[i]) for i in alone)
+    assert max(np.abs(alone[i] - whole[i]).max() for i in alone) < 0.25
+
+
+def test_debug_writes_every_frame_and_overlay_draws_instead_of_swapping(tmp_path):
+    path = tmp_path / "faces.jsonl"
+    schedule = lambda i: [] if i == 5 else moving(i)                 # noqa: E731
+    frames = _frames(12)
+    stage = _stage(schedule, debug=FaceDebug(path, overlay=False))
+    _run(stage, frames, preroll=2, count=8, start=100)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x["frame"] for x in lines] == list(range(100, 108))
+    hows = [x["faces"][0]["how"] for x in lines]
+    assert hows[3] == "filled" and hows.count("detected") == 7
+    face = lines[0]["faces"][0]
+    assert face["track"] == 0 and face["selected"] is True
+    assert np.array(face["raw"]).shape == (5, 2) and np.array(face["used"]).shape == (5, 2)
+    assert np.array(face["transform"]).shape == (2, 3) and len(face["box"]) == 4
+    assert face["raw"] != face["used"] or lines.index(lines[0]) == 0
+    drawn = _frames(12)
+    _run(_stage(schedule, debug=FaceDebug(None, overlay=True)), drawn)
+    assert _swapped(drawn) == [1] * 12                                # drawn into every frame
+    assert all((f[60:180, 150:400] == 255 - 90).sum() == 0 for f in drawn)   # not negated
+
+
+# -- through the command line ---------------------------------------------------------------------
+def test_debug_faces_and_overlay_through_the_cli(workdir, standin_models, tmp_path):
+    """A render in segments with profile low (stabilisation on) writes one debug line per frame,
+    each frame once and in order, the face found wherever the clip has one; the overlay render
+    is another job (its own key) whose frames differ from the swapped ones."""
+    from conftest import model_args, run_cli
+    from render.standins import media as mf
+
+    clip = mf.make_clip(tmp_path / "clip.mp4", width=640, height=360, seconds=2.0, audio=False)
+    faces = tmp_path / "faces.jsonl"
+    common = ["profile=low", "segment.seconds=1", "execution.threads=1",
+              f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
+              *model_args(standin_models, workdir / "cache")]
+    r = run_cli(*common, f"output={workdir / 'out' / 'swap.mp4'}", f"debug.faces={faces}")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in faces.read_text().splitlines()]
+    assert [x["frame"] for x in lines] == list(range(clip.frame_count))
+    with_face = [x["frame"] for x in lines if any(f["selected"] for f in x["faces"])]
+    assert set(clip.frames_with_faces()) <= set(with_face)
+    r = run_cli(*common, f"output={workdir / 'out' / 'overlay.mp4'}", "debug.overlay=true")
+    assert r.returncode == 0, r.stderr
+    swap, overlay = (json.loads((workdir / "out" / f"{n}.mp4.report.json").read_text())
+                     for n in ("swap", "overlay"))
+    assert swap["job_key"] != overlay["job_key"]
+    a = mf.read_frames(workdir / "out" / "swap.mp4")
+    b = mf.read_frames(workdir / "out" / "overlay.mp4")
+    i = clip.frames_with_faces()[len(clip.frames_with_faces()) // 2]
+    assert np.abs(a[i].astype(int) - b[i].astype(int)).max() > 64
