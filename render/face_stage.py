@@ -17,6 +17,7 @@ import numpy as np
 
 from .config import Config
 from .faces import align
+from .faces.colour import ColourMatch
 from .faces.composite import paste
 from .faces.detect import Detector
 from .faces.mask import PasteMask, combine
@@ -134,13 +135,16 @@ class FaceStage:
                  debug: FaceDebug | None = None,
                  embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
                  landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
-                                     list[tuple[int, Face]]] | None = None) -> None:
+                                     list[tuple[int, Face]]] | None = None,
+                 colour: ColourMatch | None = None) -> None:
         self.detector = detector
         #: the target faces' identities, for steps that balance the source with them (swap.weight)
         self.embed = embed
         self.select = select
         self.chain = list(chain)
         self.landmarks = landmarks
+        #: swap.color_match: the targets' smoothed colour per track, for the swapper step
+        self.colour = colour
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
@@ -215,6 +219,7 @@ class FaceStage:
         frames = [e.frame for e in kept]
         faces = [(i, f.used) for i, e in enumerate(kept)
                  for f in (e.faces[t] for t in sorted(e.faces)) if f.selected and f.used is not None]
+        colours = self._colours(entries, kept) if self.colour is not None else None
         if self.debug is not None:
             self.debug.frames(kept, self._start - self._first, self.chain)
         self.times.faces += len(faces)
@@ -223,31 +228,44 @@ class FaceStage:
         if self.debug is not None and self.debug.overlay:
             ready.rest = (lambda: self.debug.draw(kept)) if kept else None
         elif faces:
-            ready.rest = lambda: self.swap(frames, faces)
+            ready.rest = lambda: self.swap(frames, faces, colours)
         return ready
 
+    def _colours(self, entries: list[FrameFaces], kept: list[FrameFaces]) -> list:
+        """The smoothed target colour of every face ``_hand_on`` passes on, in its order; every
+        entry's faces (the pre-roll's too) go through the smoothing, in frame order."""
+        assert self.colour is not None
+        stats = {(e.index, t): self.colour.target(t, e.frame, f.used.kps)
+                 for e in entries for t in sorted(e.faces)
+                 for f in (e.faces[t],) if f.selected and f.used is not None}
+        return [stats[(e.index, t)] for e in kept for t in sorted(e.faces)
+                if e.faces[t].selected and e.faces[t].used is not None]
+
     def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
-               identities: np.ndarray | None = None) -> None:
+               identities: np.ndarray | None = None, colours: list | None = None) -> None:
         """Align every face to the step's template, run it over the crops in batches, paste back
         through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
         a step that asks for them. A processor that chooses its crop side per face
         (``crop_size``: pixel boost auto) gets the faces of each side together."""
         proc = step.processor
         sizes = [proc.crop_size(face.kps) for _, face in faces]
+        if not getattr(proc, "color_match", False):
+            colours = None
         if all(size == proc.size for size in sizes):
             self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
-                           identities)
+                           identities, colours)
             return
         for size in sorted(set(sizes)):
             pick = [k for k, s in enumerate(sizes) if s == size]
             masks = (step.masks, step.masks_after) if size == proc.size or step.masks_for is None \
                 else step.masks_for(size)
             self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
-                           identities[pick] if identities is not None else None)
+                           identities[pick] if identities is not None else None,
+                           [colours[k] for k in pick] if colours is not None else None)
 
     def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
                   size: int, masks: tuple[Sequence[PasteMask], Sequence[PasteMask]],
-                  identities: np.ndarray | None) -> None:
+                  identities: np.ndarray | None, colours: list | None = None) -> None:
         before, after = masks
         proc = step.processor
         t0 = time.perf_counter()
@@ -259,6 +277,8 @@ class FaceStage:
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
                         proc.max_batch, identities if wants else None)
         t0 = time.perf_counter()
+        if colours is not None:
+            results = self.colour.apply(results, colours)
         if after:
             weights = np.minimum(weights, combine(after, results,
                                                   [face for _, face in faces], matrices))
@@ -284,7 +304,8 @@ class FaceStage:
             if ready.rest is not None:
                 ready.rest()
 
-    def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
+    def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
+             colours: list | None = None) -> None:
         """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
         step, when on, which may move the points the crops are placed by). The faces' identities
         are taken first, from the frames as decoded, when a step asks for them."""
@@ -296,7 +317,7 @@ class FaceStage:
             identities = timed(self.times, "embed", lambda: np.stack(
                 [self.embed(frames[i], face) for i, face in faces]))
         for step in self.chain:
-            self._apply(frames, faces, step, identities)
+            self._apply(frames, faces, step, identities, colours)
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
@@ -338,7 +359,9 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
                           TrackSelection(select_cfg.mode, reference_tracks), stab.fill,
                           face_filter(stab.min_cutoff, stab.beta, stab.d_cutoff), stab.window)
     debug = FaceDebug.from_config(cfg.debug)
+    swapper = next((p for p in models.processors if getattr(p, "color_match", False)), None)
+    colour = ColourMatch(swapper.template, swapper.native) if swapper is not None else None
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
                      times=times, tracks=tracks, debug=debug, embed=models.embedder.embed,
-                     landmarks=models.landmarks)
+                     landmarks=models.landmarks, colour=colour)

@@ -49,5 +49,3 @@ def test_the_smoothing_follows_each_track_in_frame_order():
     mid = s.update("t1", b)
     assert np.allclose(mid.mean, [120, 128, 128]) and np.allclose(mid.spread, [15, 5, 5])
     assert s.update("t2", b) is b                 # another track starts from its own
-    s.forget({"t2"})
-    assert s.update("t1", b) is b                 # t1 ended: it starts afresh

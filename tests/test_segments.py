@@ -172,9 +172,10 @@ def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, cl
 def test_segments_rendered_at_once_give_the_same_bytes(workdir, standin_models, clip, reference,
                                                        at_once, extra):
     """execution.parallel_segments=2 and 3 (with two lanes each): the six one-second segments
-    are rendered side by side, each with its own decoder and encoder, sharing the models and the
-    frames in flight; the output is the one-at-a-time render's, and the report says how many ran
-    at once."""
+    are rendered side by side, each with its own decoder and encoder (and, with profile low's
+    stabilisation, its own pre-roll and look-ahead), sharing the models and the frames in
+    flight; the output is the one-at-a-time render's, and the report says how many ran at
+    once."""
     import json
 
     out = workdir / f"at-once-{at_once}" / "clip.mp4"
@@ -186,6 +187,22 @@ def test_segments_rendered_at_once_give_the_same_bytes(workdir, standin_models, 
     report = json.loads(Path(str(out) + ".report.json").read_text())
     assert report["timing"]["parallel_segments"] == at_once
     assert len(report["segments"]) == 6
+
+
+def test_colour_match_and_stabilisation_give_the_same_bytes_for_any_segments_at_once(
+        workdir, standin_models, clip):
+    """swap.color_match=lab smooths each track's colour from frame to frame and stabilisation
+    (on in profile low) filters its points: both start from each segment's pre-roll, so one
+    segment at a time and three at once (two lanes each) write the same bytes."""
+    outs = []
+    for n, extra in ((1, ()), (3, ("execution.lanes=2",))):
+        out = workdir / f"colour-{n}" / "clip.mp4"
+        r = run_cli(*render_args(workdir, standin_models, clip.path, out, "swap.color_match=lab",
+                                 f"execution.parallel_segments={n}", *extra,
+                                 cache=f"cache-colour-{n}"))
+        assert r.returncode == 0, r.stderr
+        outs.append(sha(out))
+    assert outs[0] == outs[1]
 
 
 def test_auto_renders_one_segment_at_a_time_on_a_small_machine(workdir, standin_models, clip,

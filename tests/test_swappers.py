@@ -290,3 +290,27 @@ def test_image_swappers_take_the_source_face_crop_in_rgb(tmp_path, contract, sou
     out = run(np.zeros((1, 512, 512, 3), np.uint8))
     assert out.shape == (1, 512, 512, 3)
     assert np.abs(out.reshape(-1, 3).astype(int) - (10, 100, 200)).max() <= 1
+
+
+def test_colour_match_moves_the_swapped_face_to_the_targets_lab_mean(hyperswap):
+    """The source-tinting stand-in shifts the face's colour; with swap.color_match=lab the face's
+    inner region has the target's Lab mean again (within 1 unit, measured on the output frame
+    through the crop transform the face debugger records)."""
+    from render.faces import align
+    from render.faces.colour import lab_stats
+
+    tmp, models, overlay, truth = hyperswap
+    debug = tmp / "faces.jsonl"
+    keys = {"swap.model": "hyperswap_source", "debug.faces": str(debug)}
+    tinted, _ = _render(tmp, models, overlay, "tinted.png", **keys)
+    matched, rep = _render(tmp, models, overlay, "matched.png", **keys,
+                           **{"swap.color_match": "lab"})
+    original = cv2.imread(str(tmp / "target.png"))
+    face = json.loads(debug.read_text().splitlines()[-1])["faces"][0]
+    m = align.estimate(np.array(face["used"], np.float32), "arcface_128", 256)
+
+    def mean(frame):
+        return lab_stats(align.warp(frame, m, 256)).mean
+    assert np.abs(mean(tinted) - mean(original)).max() > 5          # the stand-in tints
+    assert np.abs(mean(matched) - mean(original)).max() <= 1.0
+    assert rep["models"][2]["color_match"] == "lab"

@@ -83,6 +83,10 @@ class Swap:
     weight: float = _f(0.5, "identity weight: below 0.5 the result keeps more of the target "
                        "face's identity, above it more of the source's", min=0.0, max=1.0,
                        keyed="unless-default")
+    color_match: str = _f("off", "lab: move the swapped face's colour (mean and spread per Lab "
+                          "channel, inside the face) to the target face's, smoothed over each "
+                          "face track, so the skin matches the neck and hands",
+                          choices=("off", "lab"), keyed="unless-default")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from . import align
+
 #: the inner region: the middle of the crop, this share of its side cut from each edge
 INNER_MARGIN = 0.25
 #: weight of the newest frame's statistics in the smoothed ones
@@ -76,7 +78,21 @@ class SmoothedStats:
         self._state[track] = stats
         return stats
 
-    def forget(self, live: set) -> None:
-        """Drop the tracks that ended."""
-        for track in set(self._state) - set(live):
-            del self._state[track]
+
+
+class ColourMatch:
+    """What the face stage runs for a swapper step with ``color_match=lab``: the target's
+    smoothed statistics per track, taken in frame order on the step's own crop (its template at
+    the model's side), and the transfer of each swapped crop onto them."""
+
+    def __init__(self, template: str, size: int) -> None:
+        self.template, self.size = template, size
+        self.smoothed = SmoothedStats()
+
+    def target(self, track: object, frame: np.ndarray, kps: np.ndarray) -> LabStats:
+        m = align.estimate(kps, self.template, self.size)
+        return self.smoothed.update(track, lab_stats(align.warp(frame, m, self.size)))
+
+    @staticmethod
+    def apply(crops: np.ndarray, targets: list[LabStats]) -> np.ndarray:
+        return np.stack([transfer(c, lab_stats(c), t) for c, t in zip(crops, targets)])

@@ -40,6 +40,8 @@ class SwapperProcessor(FaceProcessor):
         self.auto = boost is None
         self.size = boost if boost is not None else self.native
         self.weight = float(step.options.get("weight", DEFAULT_WEIGHT))
+        #: swap.color_match=lab: the face stage moves the swapped face's colour to the target's
+        self.color_match = step.options.get("color_match", "off") == "lab"
 
     @property
     def needs_target_identity(self) -> bool:
@@ -109,4 +111,6 @@ class SwapperProcessor(FaceProcessor):
             row["pixel_boost"] = self.size
         if self.weight != DEFAULT_WEIGHT:
             row["weight"] = self.weight
+        if self.color_match:
+            row["color_match"] = "lab"
         return row
