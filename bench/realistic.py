@@ -47,7 +47,10 @@ REAL_WEIGHTS_MB = {"arcface_w600k_r50": 166.0, "inswapper_128": 530.0, "inswappe
 #: selection, box mask, yunet at 640, fp32 swapper, the floor's encoder settings, CPU provider
 EQUAL_SETTINGS = {"profile": "moderate", "detect.model": "yunet", "detect.size": "640",
                   "select.mode": "reference", "mask.type": "box", "swap.precision": "fp32",
-                  "encode.codec": "libx264", "encode.preset": "veryfast", "encode.crf": "10"}
+                  "encode.codec": "libx264", "encode.preset": "veryfast", "encode.crf": "10",
+                  # FaceFusion's defaults have none of profile moderate's quality tools
+                  "mask.occluder": "", "landmark.model": "", "swap.color_match": "off",
+                  "stabilize.enabled": "false"}
 
 #: profile low's own settings; the detector is yunet because no real SCRFD is available here
 LOW_SETTINGS = {"profile": "low", "detect.model": "yunet"}

@@ -97,7 +97,9 @@ def test_high_profile_with_enhancer_and_feather_mask(workdir, standin_models, tm
     ins, _ = _region_masks(a[i].shape, [largest])
     _, outside = _region_masks(a[i].shape, clip.boxes[i])
     d = _diff(a[i], b[i])
-    assert d[ins].mean() > 8 and d[outside].mean() < 2.0
+    # colour match (on in high) moves the stand-in swapper's tint back to the target's colour
+    # statistics: the face still changes, by less than a plain swap's > 8
+    assert d[ins].mean() > 5 and d[outside].mean() < 2.0
 
 
 def test_image_target(workdir, standin_models):

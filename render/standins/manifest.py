@@ -1,4 +1,5 @@
-"""A models folder of stand-ins: the five files and their ``manifest.yaml`` (``write_standins``)."""
+"""A models folder of stand-ins: the files every profile names and their ``manifest.yaml``
+(``write_standins``)."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,11 @@ from typing import Mapping, Union
 
 from render.files import sha256_file
 from render.standins.graph import PathLike
+import numpy as np
+
 from render.standins.models import make_arcface, make_gfpgan, make_inswapper, make_scrfd
+from render.standins.quality import make_2dfan4, make_bisenet, make_xseg
+from render.standins.swappers import make_embedding_swapper
 
 FILES = {
     "scrfd_2.5g": "scrfd_2.5g.onnx",
@@ -15,6 +20,11 @@ FILES = {
     "inswapper_128": "inswapper_128.onnx",
     "inswapper_128_fp16": "inswapper_128_fp16.onnx",
     "gfpgan_1.4": "gfpgan_1.4.onnx",
+    # the quality tools profiles moderate and high turn on (stand-ins of fixed, small answers)
+    "hyperswap_1a_256": "hyperswap_1a_256.onnx",
+    "xseg_1": "xseg_1.onnx",
+    "bisenet_resnet_34": "bisenet_resnet_34.onnx",
+    "2dfan4": "2dfan4.onnx",
 }
 
 
@@ -38,7 +48,19 @@ _ENTRIES = {
                                input_size=128, precision="fp16"),
     "gfpgan_1.4": dict(commercial_use=True, contract="enhancer-gfpgan", template="ffhq_512", input_size=512,
                        precision="fp32"),
+    "hyperswap_1a_256": dict(commercial_use=False, contract="swapper-hyperswap", template="arcface_128",
+                             input_size=256, precision="fp32"),
+    "xseg_1": dict(commercial_use=True, contract="occluder-xseg", template=None, input_size=256,
+                   precision="fp32"),
+    "bisenet_resnet_34": dict(commercial_use=True, contract="parser-bisenet", template=None,
+                              input_size=512, precision="fp32"),
+    "2dfan4": dict(commercial_use=True, contract="landmarker-2dfan4", template=None, input_size=256,
+                   precision="fp32"),
 }
+
+#: the stand-in parser's classes, one per 128-px cell of its 512-px input: skin (1) in the middle,
+#: hair (17) above, background (0) at the sides, so the region mask keeps the face's middle
+PARSER_CELLS = np.array([[0, 17, 17, 0], [0, 1, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0]])
 
 
 def _dump_yaml(doc: dict) -> str:
@@ -54,7 +76,7 @@ def _dump_yaml(doc: dict) -> str:
 def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
                    dynamic_batch: Knob = False, weights_mb: Knob = 0.0,
                    yunet: PathLike | None = None) -> dict[str, dict]:
-    """Write the five stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
+    """Write the stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
 
     Knobs take a single value for every model that supports them, or a mapping from entry name
     (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``)
@@ -83,6 +105,11 @@ def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
             p, dynamic_batch=bool(_knob(dynamic_batch, "gfpgan_1.4", False)),
             gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False)),
             weights_mb=float(_knob(weights_mb, "gfpgan_1.4", 0.0))),
+        "hyperswap_1a_256": lambda p: make_embedding_swapper(
+            p, size=256, mode="identity" if _knob(null, "hyperswap_1a_256", False) else "source"),
+        "xseg_1": make_xseg,
+        "bisenet_resnet_34": lambda p: make_bisenet(p, PARSER_CELLS),
+        "2dfan4": make_2dfan4,
     }
     models: dict[str, dict] = {}
     for name, build in builders.items():
