@@ -34,6 +34,22 @@ def temps(out_dir: Path) -> list[Path]:
     return [p for w in work_dirs(out_dir) for p in w.glob("*.tmp-*")]
 
 
+def terminate_when(args: list[str], ready, env: dict | None = None) -> tuple[int, str]:
+    """Start a render with ``args``, SIGTERM it once ``ready()``; (exit code, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=env or cli_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(ready)
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err
+
+
 def render_args(workdir: Path, standin_models: Path, target: Path, output: Path, *extra: str):
     return [*common(workdir, standin_models), "progress=off", f"source={workdir / 'in' / 'source.jpg'}",
             f"target={target}", f"output={output}", *extra]
@@ -81,19 +97,9 @@ exit $rc
     (stubborn / "ffmpeg").chmod(0o755)
     out = workdir / "out" / "clip.mp4"
     env = cli_env(PATH=f"{stubborn}:{cli_env()['PATH']}")
-    proc = subprocess.Popen([sys.executable, "-m", "render",
-                             *render_args(workdir, standin_models, clip.path, out)],
-                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: temps(workdir / "out"))
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert (proc.returncode, err) == (130, "render: error: terminated\n")
+    rc, err = terminate_when(render_args(workdir, standin_models, clip.path, out),
+                             lambda: temps(workdir / "out"), env)
+    assert (rc, err) == (130, "render: error: terminated\n")
     assert not temps(workdir / "out")
 
 
@@ -106,18 +112,8 @@ def test_sigterm_while_segments_render_at_once_keeps_the_committed_ones(workdir,
     out = workdir / "out" / "clip.mp4"
     args = render_args(workdir, standin_models, clip.path, out, "segment.seconds=2",
                        "execution.parallel_segments=3")
-    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: len(temps(workdir / "out")) >= 2)     # two segments encoding at once
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=60)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert (proc.returncode, err) == (130, "render: error: terminated\n")
+    rc, err = terminate_when(args, lambda: len(temps(workdir / "out")) >= 2)  # two encoding
+    assert (rc, err) == (130, "render: error: terminated\n")
     assert not temps(workdir / "out") and not out.exists()
     done = len(committed(workdir / "out"))
     assert done < 8

@@ -5,10 +5,10 @@ ONNX Runtime or the models' classes.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..processors.registry import imported
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -34,11 +34,7 @@ def contracts() -> frozenset[str]:
 
 def landmark_class(contract: str) -> type[LandmarkModel] | None:
     """The class for ``contract``; None when nothing drives it."""
-    where = BUILT_IN.get(contract)
-    if where is None:
-        return None
-    module, name = where.split(":")
-    return getattr(importlib.import_module(module, __package__), name)
+    return imported(BUILT_IN, contract, __package__)
 
 
 def named_models(cfg: Config) -> dict[str, str]:

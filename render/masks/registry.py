@@ -5,10 +5,10 @@ Runtime or the maskers themselves.
 """
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..processors.registry import imported
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -36,11 +36,7 @@ def contracts_for(key: str) -> frozenset[str]:
 
 def mask_class(contract: str) -> type[ModelMask] | None:
     """The class for ``contract``; None when no mask drives it."""
-    where = BUILT_IN.get(contract)
-    if where is None:
-        return None
-    module, name = where.split(":")
-    return getattr(importlib.import_module(module, __package__), name)
+    return imported(BUILT_IN, contract, __package__)
 
 
 def named_models(cfg: Config) -> list[tuple[str, str]]:

@@ -43,8 +43,15 @@ def processor_class(contract: str) -> type[FaceProcessor] | None:
     """The class for ``contract``; None when no face processor drives it."""
     if contract in _added:
         return _added[contract]
-    where = BUILT_IN.get(contract)
+    return imported(BUILT_IN, contract, __package__)
+
+
+def imported(table: dict[str, str], contract: str, package: str | None) -> type | None:
+    """The class ``table[contract]`` names ("module:Class", the module relative to ``package``),
+    imported now; None when the table has no such contract. The mask and landmark registries
+    use it too."""
+    where = table.get(contract)
     if where is None:
         return None
     module, name = where.split(":")
-    return getattr(importlib.import_module(module, __package__), name)
+    return getattr(importlib.import_module(module, package), name)
