@@ -97,6 +97,32 @@ def test_selection_one_holds_its_track_until_another_face_is_clearly_larger():
     assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0, 1, 5}
 
 
+def test_selection_reference_decides_once_per_track():
+    """mode=reference on tracks: a face is embedded when its track starts and every
+    ``embed_every`` detections; the decision holds for the track, also in frames it is missed."""
+    from render.faces.select import ReferenceTracks
+
+    reference = np.array([1.0, 0.0])
+    like, unlike = np.array([1.0, 0.05]), np.array([0.0, 1.0])
+    calls = []
+
+    def embed(frame, face):
+        calls.append(float(face.box[0]))
+        return like if face.box[0] < 250 else unlike
+
+    select = TrackSelection("reference", ReferenceTracks(embed, reference, distance=0.6, every=5,
+                                                         margin=0.1))
+    frame = np.zeros((8, 8, 3), np.uint8)
+    a, b = face_at(100, 100), face_at(400, 100)
+    for _ in range(4):
+        assert select(frame, [a, b], [0, 1], {0, 1}) == {0}
+    assert len(calls) == 2                                        # once per track
+    assert select(frame, [b], [1], {0, 1}) == {0}                 # track 0 missed: still chosen
+    select(frame, [a, b], [0, 1], {0, 1})     # track 1's 6th detection, track 0's 5th
+    assert calls[2:] == [float(b.box[0])]                         # 5 after its embedding
+    assert select(frame, [b], [1], {1}) == set()                  # track 0 ended
+
+
 # -- the window -----------------------------------------------------------------------------------
 def _push_all(window, per_frame):
     out = []
