@@ -25,7 +25,8 @@
 #
 # Layer order: OS packages -> Python dependencies -> models -> application code. The models are
 # fetched in their own stage that sees only models/, profiles/ and the code of `render models fetch`
-# (render/models/, render/processors/ for the contracts, cli.py, config/, errors.py), so editing the renderer (faces/, media/, pipeline,
+# (render/models/; render/processors/, masks/ and landmarks/ for the contracts and the models a
+# profile needs; cli.py, config/, errors.py), so editing the renderer (faces/, media/, pipeline,
 # renderer, sessions) never re-downloads them.
 # Only classic-builder features are used: the docker SDK and docker-compose v1 build without BuildKit.
 
@@ -110,6 +111,8 @@ COPY render/__init__.py render/__main__.py render/cli.py render/errors.py render
 COPY render/config/ /opt/render/app/render/config/
 COPY render/models/ /opt/render/app/render/models/
 COPY render/processors/ /opt/render/app/render/processors/
+COPY render/masks/ /opt/render/app/render/masks/
+COPY render/landmarks/ /opt/render/app/render/landmarks/
 COPY profiles/ /opt/render/app/profiles/
 COPY models/ /opt/render/app/models/
 ARG MODEL_SET=all
@@ -179,7 +182,8 @@ ENV PATH=/opt/render/venv/bin:$PATH \
     RENDER_CACHE_DIR=/cache \
     RENDER_INPUT_DIR=/data/in \
     RENDER_OUTPUT_DIR=/data/out \
-    ORT_DISABLE_TELEMETRY=1
+    ORT_DISABLE_TELEMETRY=1 \
+    CUDA_DEVICE_ORDER=PCI_BUS_ID
 # The image's build identity, recorded in every render's report.
 ARG BASE_IMAGE
 ENV RENDER_IMAGE_VERSION="$VERSION" \

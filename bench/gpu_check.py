@@ -13,7 +13,11 @@ Prints, in this order, and writes every figure to ``--json`` when given:
    peak GPU memory NVML saw during the render (the report's ``memory.gpu_bytes``; target for low,
    whose memory strategy caps the CUDA arena: ≤ 3.0 GB) and the providers every model got;
 4. NVDEC (``decode.hwaccel=cuda``) and NVENC (``encode.codec=h264_nvenc``): what the plan used
-   and the fallback line when the driver or card lacks one (H100/H200 have NVDEC but no NVENC).
+   and the fallback line when the driver or card lacks one (H100/H200 have NVDEC but no NVENC);
+5. segments at once (issue 32): profiles low and moderate on a longer 1080p clip with
+   ``execution.parallel_segments`` = 1, 2, 4 and auto (fps, peak GPU memory, CPU use = CPU-seconds
+   of the render and its ffmpeg children per wall second), and two renders started together on
+   one GPU (``lock.slots=2``): each one's fps and the frames per second of both.
 
 It uses the SCRFD stand-in as the detector and ``render.standins.media.make_clip``'s clips (the
 real YuNet and scikit-image may be absent there). TensorRT is left out by default (engine builds
@@ -25,11 +29,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +137,7 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
     args = [sys.executable, "-m", "render", "--verbose", f"source={source}", f"target={clip}", f"output={out}",
             f"models.dir={models}", "progress=off", f"cache_dir={out.parent / 'cache'}",
             *(f"{k}={v}" for k, v in overrides.items())]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), children_cpu_s()
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT),
                            stdin=subprocess.DEVNULL)
@@ -144,6 +150,7 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
     wall = time.perf_counter() - t0
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     row: dict[str, Any] = {"overrides": overrides, "rc": p.returncode, "wall_s": wall,
+                           "cpu_use": round((children_cpu_s() - cpu0) / wall, 2),
                            "log": lines[-8:], "stderr": lines[:400],
                            "stdout": [ln for ln in p.stdout.splitlines() if ln.strip()][:100],
                            "notes": [ln for ln in lines if any(k in ln.lower() for k in NOTE_WORDS)]}
@@ -151,11 +158,62 @@ def render(models: Path, clip: Path, source: Path, out: Path, overrides: dict[st
     if p.returncode == 0 and report.is_file():
         r = json.loads(report.read_text())
         row.update(fps=r["timing"]["fps"], stage_ms=r["timing"]["stage_ms_per_frame"],
+                   parallel_segments=r["timing"].get("parallel_segments"),
+                   frames=r["swapped"]["frames"],
+                   threads=r["timing"].get("threads"), lock=r.get("lock"),
                    gpu_bytes=r["memory"]["gpu_bytes"], gpu_source=r["memory"]["gpu_source"],
                    providers={m["role"]: m["providers"] for m in r["models"]},
                    plan={k: r["plan"].get(k) for k in ("codec", "hwaccel", "encode", "decode")
                          if isinstance(r.get("plan"), dict) and k in r["plan"]})
     return row
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of the reaped children: a render and its ffmpeg children."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def segments_at_once(models: Path, work: Path, source: Path, base: dict[str, str], *,
+                     size: tuple[int, int], seconds: float, segment_s: float,
+                     timeout: float) -> list[dict[str, Any]]:
+    """Step 5: N segments at once, and two renders sharing one GPU."""
+    from render.standins import media as mf
+
+    clip = work / f"long-{size[0]}x{size[1]}.mp4"
+    mf.make_clip(clip, width=size[0], height=size[1], seconds=seconds)
+    rows = []
+    common = {**base, "segment.seconds": str(segment_s), "lock_dir": str(work / "locks")}
+    for profile in ("low", "moderate"):
+        for n in ("1", "2", "4", "auto"):
+            row = render(models, clip, source, work / f"seg-{profile}-{n}.mp4",
+                         {"profile": profile, "execution.parallel_segments": n, **common}, timeout)
+            row["name"] = f"profile {profile}, parallel_segments={n}"
+            rows.append(row)
+            gb = row.get("gpu_bytes")
+            log(f"  {row['name']}: rc {row['rc']}, {row.get('fps') or 0:.2f} fps "
+                f"(N={row.get('parallel_segments')}), CPU use {row['cpu_use']:.1f} cores, "
+                f"peak GPU memory {'n/a' if gb is None else f'{gb / 1e9:.2f} GB'}"
+                + ("" if row["rc"] == 0 else f"; {row['log'][-1:]}"))
+    # two workers on one GPU: two renders started together, two lock slots on the card
+    args = {"profile": "low", "lock.slots": "2", **common}
+    t0, cpu0 = time.perf_counter(), children_cpu_s()
+    with ThreadPoolExecutor(2) as pool:
+        pair = list(pool.map(lambda i: render(models, clip, source, work / f"pair-{i}.mp4", args,
+                                              timeout), (0, 1)))
+    wall = time.perf_counter() - t0
+    frames = sum(r.get("frames") or 0 for r in pair if r["rc"] == 0)
+    row = {"name": "two renders on one GPU (profile low, lock.slots=2)", "wall_s": wall,
+           "cpu_use": round((children_cpu_s() - cpu0) / wall, 2),
+           "fps_each": [r.get("fps") for r in pair], "rc": [r["rc"] for r in pair],
+           "gpu_bytes_each": [r.get("gpu_bytes") for r in pair],
+           "devices": [(r.get("lock") or {}).get("device") for r in pair],
+           "fps_both": round(frames / wall, 2)}
+    rows.append(row)
+    log(f"  {row['name']}: rc {row['rc']}, fps each {row['fps_each']}, both "
+        f"{row['fps_both']:.2f} frames/s, CPU use {row['cpu_use']:.1f} cores, devices "
+        f"{row['devices']}")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -236,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
             log(f"  {name}: rc {row['rc']}, {row.get('fps', 0):.2f} fps; plan {row.get('plan')}; "
                 f"{'; '.join(fallback) or 'no fallback line'}")
         result["renders"] = renders
+        save()
+        log("\n== segments at once (execution.parallel_segments) and two renders on one GPU")
+        result["segments_at_once"] = segments_at_once(
+            models, work, source, base, size=(w, h), seconds=8.0 if not a.cpu else 2.0,
+            segment_s=2.0 if not a.cpu else 0.5, timeout=a.timeout)
     result["seconds"] = time.perf_counter() - t_begin
     log(f"\ngpu check finished in {result['seconds']:.0f}s; scratch {work}")
     save()

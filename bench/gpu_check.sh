@@ -12,10 +12,11 @@
 #    FILE.sha256 is checked where it exists). The CUDA and cuDNN libraries that onnxruntime-gpu
 #    loads are looked for in the python's nvidia-* packages (as PyTorch installs them) and put
 #    on LD_LIBRARY_PATH;
-# 2. runs python -m bench.gpu_check (bench/gpu_check.py) under a 280 s limit: providers, ms per
+# 2. runs python -m bench.gpu_check (bench/gpu_check.py) under a 480 s limit: providers, ms per
 #    call of each realistic-cost stand-in at batch 1/4/8 fp32/fp16, 1080p renders with profiles
 #    low/moderate/high (fps, peak GPU memory; low's target ≤ 3.0 GB), NVDEC/NVENC and the
-#    fallback taken;
+#    fallback taken; profiles low and moderate at 1080p with 1, 2, 4 and auto segments at once
+#    (fps, peak GPU memory, CPU use) and two renders on one GPU (issue 32);
 # 3. writes the figures to OUT/gpu_check.json and the log to OUT/gpu_check.log (OUT defaults to
 #    $OUT when set, else ./gpu-check-out).
 #
@@ -112,7 +113,7 @@ fi
 echo "install took $(( $(date +%s) - t0 ))s"
 export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-timeout 280 "$py" -m bench.gpu_check --json "$out/gpu_check.json" "$@" 2>&1 | tee "$out/gpu_check.log"
+timeout 480 "$py" -m bench.gpu_check --json "$out/gpu_check.json" "$@" 2>&1 | tee "$out/gpu_check.log"
 rc=${PIPESTATUS[0]}
-[ "$rc" -eq 124 ] && echo "gpu_check.py ran past its 280 s limit"
+[ "$rc" -eq 124 ] && echo "gpu_check.py ran past its 480 s limit"
 exit "$rc"

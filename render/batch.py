@@ -14,7 +14,7 @@ from .errors import MediaError, RenderError, RenderFailed, UsageError
 from .work_folder import AlreadyDone
 from .interrupts import StopToken
 from .jobs import Job, plan_jobs
-from .lock import DeviceLock, detect_device, lock_needed
+from .lock import DeviceLock, detect_devices, lock_needed
 from .renderer import Renderer, RenderResult
 
 log = logging.getLogger(__name__)
@@ -51,14 +51,14 @@ class BatchFailed(RenderError):
 @contextmanager
 def device_lock(cfg: Config, owner: Mapping[str, Any],
                 on_wait: Callable[[str], None] | None = None):
-    """The render lock of the device this config renders on (a GPU by its UUID, else ``cpu``),
-    held for the whole block; None where no lock is taken (``lock.device=none``, or under Slurm,
-    whose scheduler hands out the GPUs)."""
+    """The render lock of a free device among those this config may render on (every visible GPU
+    by its UUID, else ``cpu``), held for the whole block; None where no lock is taken
+    (``lock.device=none``, or under Slurm, whose scheduler hands out the GPUs)."""
     if cfg.lock.device == "none" or not lock_needed():
         yield None
         return
-    device = detect_device(cfg.execution.providers, fake=cfg.lock.device)
-    held = DeviceLock(cfg.lock_path, device, cfg.lock.slots, owner=owner,
+    devices = detect_devices(cfg.execution.providers, fake=cfg.lock.device)
+    held = DeviceLock(cfg.lock_path, devices, cfg.lock.slots, owner=owner,
                       timeout=cfg.lock.timeout or None,
                       on_wait=lambda line: (log.warning("%s", line),
                                             on_wait(line) if on_wait else None))
@@ -69,7 +69,8 @@ def device_lock(cfg: Config, owner: Mapping[str, Any],
 def lock_record(held: DeviceLock | None) -> dict | None:
     if held is None:
         return None
-    return {"device": held.device.label, "device_id": held.device.id, "slot": held.slot,
+    return {"device": held.device.label, "device_id": held.device.id,
+            "cuda_device": held.device.ordinal, "slot": held.slot,
             "acquired": report.iso(held.acquired_at), "acquired_ts": held.acquired_at,
             "waited_s": round(held.waited_s, 3)}
 
@@ -78,18 +79,22 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
                stop: StopToken | None = None,
                on_segment: Callable[[Job, Any, int, int], None] | None = None,
                on_wait: Callable[[str], None] | None = None,
-               on_progress: Callable[[Job, str, int, int], None] | None = None) -> Batch:
+               on_progress: Callable[[Job, str, int, int], None] | None = None,
+               on_device: Callable[[str], None] | None = None) -> Batch:
     """Render every planned job under the device lock. In folder mode a failing target does not
     stop the others: the batch goes on and ends with a summary ("9 rendered, 1 failed: clip7.mov —
     reason"), raised as :class:`BatchFailed` when any failed. Outputs that are complete and whose
     report has this render's job key are skipped (``skip_done``). ``on_segment`` and
-    ``on_progress`` get the job, then what :class:`~render.execute.Hooks` tells."""
+    ``on_progress`` get the job, then what :class:`~render.execute.Hooks` tells; ``on_device``
+    the device taken."""
     jobs = plan_jobs(cfg)
     owner = {"job": (meta or {}).get("job") or f"cli-{os.getpid()}",
              "target": jobs[0].target.name if len(jobs) == 1 else str(jobs[0].target.parent)}
     batch = Batch()
     with device_lock(cfg, owner, on_wait) as held:
-        renderer = Renderer(cfg)
+        if held is not None and on_device is not None:
+            on_device(held.device.label)
+        renderer = Renderer(cfg, device_id=held.device.ordinal if held is not None else None)
         # every job shares the source: a source without a face fails once, before any target
         renderer.source_embedding(jobs[0].source)
         for job in jobs:

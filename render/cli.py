@@ -7,6 +7,7 @@ traceback only with ``--debug``.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -169,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = "--verbose" in args or "-v" in args
     args = [a for a in args if a not in ("--debug", "--verbose", "-v")]
     _setup_logging(debug, verbose)
+    # CUDA numbers the GPUs as nvidia-smi does (PCI order), so the GPU a render locks
+    # (render.lock.detect_devices) is the one its sessions' device_id names
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     PROCESS.reset()
     try:
         with PROCESS.handling_signals():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from .media.reader import FrameReader
 from .media.writer import FrameWriter
 from .pipeline import Ready, StageTimes, stream
 from .progress import Progress
+from .segment_pool import Aborted, frames_per_segment, run_at_once, segments_at_once
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
 
 if TYPE_CHECKING:
@@ -62,18 +64,21 @@ class Hooks:
 
 
 class _Frames:
-    """What ``stream`` updates per frame: the terminal progress (if any) and ``Hooks.progress``."""
+    """What ``stream`` updates per frame: the terminal progress (if any) and ``Hooks.progress``;
+    the writer threads of several segments rendered at once take turns."""
 
     def __init__(self, bar: Progress | None, hook: Callable[[str, int, int], None] | None,
                  done: int, total: int) -> None:
         self.bar, self.hook, self.done, self.total = bar, hook, done, total
+        self._lock = threading.Lock()
 
     def update(self, n: int = 1) -> None:
-        self.done += n
-        if self.bar is not None:
-            self.bar.update(n)
-        if self.hook is not None:
-            self.hook("rendering", self.done, self.total)
+        with self._lock:
+            self.done += n
+            if self.bar is not None:
+                self.bar.update(n)
+            if self.hook is not None:
+                self.hook("rendering", self.done, self.total)
 
 
 @dataclass
@@ -88,6 +93,7 @@ class ExecResult:
     output_sha256: str | None = None
     output_streams: list = field(default_factory=list)   # what verify_output counted
     threads: dict | None = None      # ThreadPolicy.summary(): who got the cores
+    parallel_segments: int = 1       # segments rendered at once
     #: seconds spent on what segmenting adds to a render: committing segments (flush, count,
     #: hash), joining and muxing them, verifying the result, and marking it (issue of its own)
     overhead: dict[str, float] = field(default_factory=lambda: {"commit": 0.0, "assemble": 0.0,
@@ -100,14 +106,18 @@ class Executor:
     ``make_stage(times)`` builds a fresh :class:`FaceStage` for each segment (the detector's
     tracking, the face tracks and their filters restart on the first frame the segment decodes:
     its pre-roll's, on a multiple of ``detect.every``), so a segment's bytes do not depend on
-    the segments before it.
+    the segments before it, and ``parallel_segments`` of them (0 = auto,
+    ``render.segment_pool``) can be rendered at once, sharing the ``frames_in_flight``.
     """
 
     def __init__(self, plan: RenderPlan, make_stage: Callable[[StageTimes], FaceStage], *,
                  frames_in_flight: int, progress: str = "off", hooks: Hooks | None = None,
                  threads: ThreadPolicy | None = None,
-                 preload: Callable[[], Preload] | None = None) -> None:
+                 preload: Callable[[], Preload] | None = None, parallel_segments: int = 1,
+                 encoder_threads: int = 1) -> None:
         self.plan = plan
+        self.parallel_segments = parallel_segments
+        self.encoder_threads = encoder_threads
         self.preload = preload
         self.threads = threads
         self.hooks = hooks or Hooks()
@@ -163,11 +173,10 @@ class Executor:
             self._frames_total = frames.total
             if self.hooks.progress is not None and todo:
                 self.hooks.progress("rendering", frames.done, frames.total)
+            at_once = self._at_once(len(todo))
             with stop.polled(), self._preloading(bool(todo)):
                 try:
-                    for seg in todo:
-                        stop.check()
-                        rec, n, c = self._segment(seg, times, frames)
+                    for seg, (rec, n, c) in self._render(todo, times, frames, at_once):
                         decoded += n
                         commit_s += c
                         records[seg.index] = rec
@@ -178,7 +187,8 @@ class Executor:
                         progress.close()
             result = ExecResult(plan, [records[i] for i in sorted(records)], rendered=len(todo),
                                 resumed=done_before, frames_decoded=decoded, times=times,
-                                threads=self.threads.summary() if self.threads else None)
+                                threads=self.threads.summary() if self.threads else None,
+                                parallel_segments=at_once)
             result.overhead["commit"] = commit_s
             if assemble:
                 self._stage("assembling")
@@ -186,6 +196,40 @@ class Executor:
             return result
         finally:
             self.work.close()
+
+    def _at_once(self, segments: int) -> int:
+        """Segments to render at once (``execution.parallel_segments``); the thread policy is
+        told, since it shares the cores out over them."""
+        policy = self.threads
+        n = segments_at_once(self.parallel_segments, cores=policy.cores if policy else 1,
+                             encoder_threads=self.encoder_threads,
+                             frames_in_flight=self.frames_in_flight,
+                             models_on_cpu=policy.on_cpu if policy else True,
+                             segments=max(1, segments))
+        if policy is not None and n > 1:
+            policy.share(n)
+        return n
+
+    def _render(self, todo: list[SegmentPlan], times: StageTimes, frames: _Frames, at_once: int
+                ) -> Iterator[tuple[SegmentPlan, tuple[SegmentRecord, int, float]]]:
+        """Render ``todo``: one after the other on this thread, or ``at_once`` at a time on a pool
+        (each with its share of the frames in flight); yields each segment as it is committed."""
+        stop = self.hooks.stop
+        if at_once == 1:
+            for seg in todo:
+                stop.check()
+                yield seg, self._segment(seg, times, frames, self.frames_in_flight, stop.check)
+            return
+        share = frames_per_segment(self.frames_in_flight, at_once)
+        lock = threading.Lock()
+
+        def one(seg: SegmentPlan, abort: threading.Event) -> tuple[SegmentRecord, int, float]:
+            def check() -> None:
+                if abort.is_set():
+                    raise Aborted("another segment stopped")
+            return self._segment(seg, times, frames, share, check, lock)
+
+        yield from run_at_once(todo, one, at_once, stop)
 
     def _lanes(self) -> int:
         """Batches swapped at once now: the thread policy's choice (one without a policy)."""
@@ -206,9 +250,12 @@ class Executor:
         if self.hooks.progress is not None:
             self.hooks.progress(stage, self._frames_total, self._frames_total)
 
-    def _segment(self, seg: SegmentPlan, times: StageTimes, progress: _Frames
-                 ) -> tuple[SegmentRecord, int, float]:
-        """Render and commit one segment: its record, the frames decoded, seconds committing."""
+    def _segment(self, seg: SegmentPlan, times: StageTimes, progress: _Frames,
+                 frames_in_flight: int, check: Callable[[], None],
+                 merge_lock: threading.Lock | None = None) -> tuple[SegmentRecord, int, float]:
+        """Render and commit one segment: its record, the frames decoded, seconds committing.
+        ``check`` is asked before each batch (it raises to stop); ``merge_lock`` guards ``times``
+        when segments run at once."""
         plan = self.plan
         tmp = self.work.temp(seg)
         encode = list(seg.encode[:-1]) + [str(tmp)]
@@ -218,9 +265,9 @@ class Executor:
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
-            prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer))
+            prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer), check)
             frames = stream(reader, writer.write, prepare,
-                            frames_in_flight=self.frames_in_flight, times=seg_times,
+                            frames_in_flight=frames_in_flight, times=seg_times,
                             progress=progress, lanes=self._lanes, finish=stage.finish,
                             held=stage.lookahead)
             if frames < seg.frames:
@@ -235,7 +282,8 @@ class Executor:
         if errors:
             log.warning("decoding %s, frames %d-%d:%s", Path(plan.target).name, seg.start,
                         seg.end - 1, errors)
-        times.merge(seg_times)
+        with merge_lock or contextlib.nullcontext():
+            times.merge(seg_times)
         record = SegmentRecord(index=seg.index, start=seg.start, end=seg.end, sha256="", bytes=0,
                                seconds=round(time.perf_counter() - t0, 3), faces=seg_times.faces,
                                frames_touched=seg_times.frames_touched,
@@ -249,10 +297,12 @@ class Executor:
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
 
-    def _stoppable(self, process: Callable[[list], Any]) -> Callable[[list], Any]:
-        """``process`` that asks the stop hook before each batch: a stop within a segment unwinds
-        the stream, and the writer's abort removes the unfinished temp segment."""
-        check = self.hooks.stop.check
+    def _stoppable(self, process: Callable[[list], Any],
+                   check: Callable[[], None] | None = None) -> Callable[[list], Any]:
+        """``process`` that asks ``check`` (default: the stop hook) before each batch: a stop
+        within a segment unwinds the stream, and the writer's abort removes the unfinished temp
+        segment."""
+        check = check or self.hooks.stop.check
 
         def checked(batch: list) -> Any:
             check()

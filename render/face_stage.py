@@ -6,6 +6,7 @@ on a lane thread). A frame without a selected face goes through untouched.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +19,14 @@ from .config import Config
 from .faces import align
 from .faces.composite import paste
 from .faces.detect import Detector
-from .faces.mask import PasteMask, combine, paste_masks
+from .faces.mask import PasteMask, combine
 from .faces.select import ReferenceTracks, select_faces
 from .faces.types import Face
-from .models.load import LoadedModels
+from .masks.build import step_masks
 from .face_debug import FaceDebug
 from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
 from .faces.tracks import TrackLinker, TrackSelection
+from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, run_batched, timed
 from .processors.base import FaceProcessor
 from .source_face import SourceFaces
@@ -90,11 +92,16 @@ class FaceTracker:
 @dataclass(frozen=True)
 class ChainStep:
     """One face processor as the stage runs it: the processor (its ``name``, ``template``,
-    ``size`` and ``max_batch``), its call bound to this render's source face, and its masks."""
+    ``size`` and ``max_batch``), its call bound to this render's source face, its masks computed
+    on the crops it is given and those computed on its results (``masks.build``)."""
 
     processor: FaceProcessor
     run: Callable[[np.ndarray], np.ndarray]
     masks: Sequence[PasteMask]
+    masks_after: Sequence[PasteMask] = ()
+    #: the (before, after) masks for crops of another side (a processor choosing its side per
+    #: face)
+    masks_for: Callable[[int], tuple[Sequence[PasteMask], Sequence[PasteMask]]] | None = None
 
 
 @dataclass
@@ -124,10 +131,16 @@ class FaceStage:
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
                  chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
                  times: StageTimes | None = None, tracks: Tracking | None = None,
-                 debug: FaceDebug | None = None) -> None:
+                 debug: FaceDebug | None = None,
+                 embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
+                 landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
+                                     list[tuple[int, Face]]] | None = None) -> None:
         self.detector = detector
+        #: the target faces' identities, for steps that balance the source with them (swap.weight)
+        self.embed = embed
         self.select = select
         self.chain = list(chain)
+        self.landmarks = landmarks
         self.batch_size = batch_size
         self.detect_every = detect_every
         self.times = times or StageTimes()
@@ -189,11 +202,21 @@ class FaceStage:
         return [TrackFace(tid, face, DETECTED, tid in self._selected)
                 for tid, face in zip(ids, faces)]
 
-    def _push(self, frame: np.ndarray) -> list[FrameFaces]:
-        if self.tracks is not None:
-            return self._window.push(frame, self._track_faces(frame))
-        faces = [TrackFace(k, face, DETECTED, True) for k, face in enumerate(self._faces(frame))]
-        return self._window.push(frame, faces)
+    def _found(self, frames: list[np.ndarray]) -> list[list[TrackFace]]:
+        """Each frame's faces, in frame order. With tracks the selected ones get the landmark
+        step's points here, before they wait in the window, so the points stabilised are those
+        the alignment uses (without tracks the step runs with the chain, in ``swap``)."""
+        if self.tracks is None:
+            return [[TrackFace(k, face, DETECTED, True) for k, face in enumerate(self._faces(f))]
+                    for f in frames]
+        found = [self._track_faces(frame) for frame in frames]
+        if self.landmarks is not None:
+            chosen = [(k, tf) for k, faces in enumerate(found) for tf in faces if tf.selected]
+            refined = timed(self.times, "landmark", self.landmarks, frames,
+                            [(k, tf.raw) for k, tf in chosen])
+            for (_, tf), (_, face) in zip(chosen, refined):
+                tf.raw = face
+        return found
 
     def _hand_on(self, entries: list[FrameFaces]) -> Ready:
         """The frames of ``entries`` to write (pre-roll and look-ahead dropped) and their swaps."""
@@ -213,19 +236,42 @@ class FaceStage:
             ready.rest = lambda: self.swap(frames, faces)
         return ready
 
-    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep
-               ) -> None:
+    def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
+               identities: np.ndarray | None = None) -> None:
         """Align every face to the step's template, run it over the crops in batches, paste back
-        through the step's masks."""
+        through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
+        a step that asks for them. A processor that chooses its crop side per face
+        (``crop_size``: pixel boost auto) gets the faces of each side together."""
+        proc = step.processor
+        sizes = [proc.crop_size(face.kps) for _, face in faces]
+        if all(size == proc.size for size in sizes):
+            self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
+                           identities)
+            return
+        for size in sorted(set(sizes)):
+            pick = [k for k, s in enumerate(sizes) if s == size]
+            masks = (step.masks, step.masks_after) if size == proc.size or step.masks_for is None \
+                else step.masks_for(size)
+            self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
+                           identities[pick] if identities is not None else None)
+
+    def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
+                  size: int, masks: tuple[Sequence[PasteMask], Sequence[PasteMask]],
+                  identities: np.ndarray | None) -> None:
+        before, after = masks
         proc = step.processor
         t0 = time.perf_counter()
-        matrices = [align.estimate(face.kps, proc.template, proc.size) for _, face in faces]
-        crops = np.stack([align.warp(frames[i], m, proc.size) for (i, _), m in zip(faces, matrices)])
-        weights = combine(step.masks, crops, [face for _, face in faces])
+        matrices = [align.estimate(face.kps, proc.template, size) for _, face in faces]
+        crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
+        weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
+        wants = getattr(proc, "needs_target_identity", False)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
-                        proc.max_batch)
+                        proc.max_batch, identities if wants else None)
         t0 = time.perf_counter()
+        if after:
+            weights = np.minimum(weights, combine(after, results,
+                                                  [face for _, face in faces], matrices))
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)
@@ -235,7 +281,8 @@ class FaceStage:
         carry state between frames); returns the frames that may be written now and the rest of
         their work (the chain and the paste back, in place), which touches only those frames
         and may run on another thread."""
-        return self._hand_on([e for frame in frames for e in self._push(frame)])
+        return self._hand_on([e for frame, faces in zip(frames, self._found(frames))
+                              for e in self._window.push(frame, faces)])
 
     def finish(self) -> Ready:
         """The frames still held back at the end of the input, and their work."""
@@ -249,9 +296,18 @@ class FaceStage:
                 ready.rest()
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]) -> None:
-        """Run every step of the chain on ``faces`` of ``frames``, in place."""
+        """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
+        step, when on, which may move the points the crops are placed by). The faces' identities
+        are taken first, from the frames as decoded, when a step asks for them."""
+        if self.landmarks is not None and self.tracks is None:   # with tracks: in _found
+            faces = timed(self.times, "landmark", self.landmarks, frames, faces)
+        identities = None
+        if self.embed is not None and any(getattr(s.processor, "needs_target_identity", False)
+                                          for s in self.chain):
+            identities = timed(self.times, "embed", lambda: np.stack(
+                [self.embed(frames[i], face) for i, face in faces]))
         for step in self.chain:
-            self._apply(frames, faces, step)
+            self._apply(frames, faces, step, identities)
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
@@ -269,14 +325,22 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
             models.embedder.embed, reference, distance=select_cfg.distance,
             every=select_cfg.embed_every, margin=select_cfg.margin)
     else:
-        if models.settings.release_idle_models:
+        needed = any(getattr(p, "needs_target_identity", False) for p in models.processors)
+        if models.settings.release_idle_models and not needed:
             models.embedder.lazy.release()   # not needed again: the source embedding is cached
 
         def select(frame: np.ndarray, found: list[Face]) -> list[Face]:
             return select_faces(found, select_cfg.mode)
     times.add("embed", time.perf_counter() - t0)
-    mask = cfg.mask
-    chain = [ChainStep(p, p.bind(embedding), paste_masks(mask.type, p.size, mask.padding, mask.blur))
+
+    @functools.lru_cache(maxsize=None)
+    def masks(size: int, contract: str) -> tuple[tuple[PasteMask, ...], tuple[PasteMask, ...]]:
+        before, after = step_masks(cfg, size, contract, models.masks)
+        return tuple(before), tuple(after)
+    chain = [ChainStep(p, p.bind_face(*faces.face(source)) if p.takes_source_image
+                       else p.bind(embedding), *masks(p.size, p.model.entry.contract),
+                       masks_for=functools.partial(lambda size, c: masks(size, c),
+                                                   c=p.model.entry.contract))
              for p in models.processors]
     stab = cfg.stabilize
     tracks = None
@@ -287,4 +351,5 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
     debug = FaceDebug.from_config(cfg.debug)
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times, tracks=tracks, debug=debug)
+                     times=times, tracks=tracks, debug=debug, embed=models.embedder.embed,
+                     landmarks=models.landmarks)

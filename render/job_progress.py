@@ -1,6 +1,6 @@
 """What a spool job is doing, recorded in its progress file for ``render jobs`` and the pages:
-the stage (waiting for the device, rendering, assembling, marking), segments and frames done,
-fps and ETA. Frames are told one by one from the render's writer thread; the file is rewritten
+the stage (waiting for the device, rendering, assembling, marking), the device it holds,
+segments and frames done, fps and ETA. Frames are told one by one from the render's writer thread; the file is rewritten
 (atomically, by :meth:`Spool.progress`) at most every ``every_s`` seconds, and at once when the
 stage or a segment changes."""
 from __future__ import annotations
@@ -29,12 +29,19 @@ class JobProgress:
             self.data = {"state": "waiting", "waiting": line}
             self._write()
 
+    def device(self, label: str) -> None:
+        """The device lock was taken: the job renders on ``label`` (a GPU, or the CPU)."""
+        with self._lock:
+            self.data = {"state": "starting", "device": label}
+            self._write()
+
     def segment(self, target: str, record: Any, done: int, total: int) -> None:
         """A segment committed (``record=None``: the target starts, ``done`` of them resumed)."""
         with self._lock:
             if record is None:
                 self._pace = None
-                self.data = {"state": "rendering", "target": target}
+                self.data = {"state": "rendering", "target": target,
+                             **({"device": self.data["device"]} if "device" in self.data else {})}
             self.data.update(segments_done=done, segments_total=total)
             self._write()
 

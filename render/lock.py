@@ -1,7 +1,10 @@
 """A per-device render lock on kernel ``flock``: two renders never load models onto one card.
 
-Each device has ``slots`` lock files ``<device-id>-<slot>.lock`` in a shared lock folder. A render
-takes one with ``flock(LOCK_EX | LOCK_NB)``, writes who holds it into the file itself, and keeps
+Each device has ``slots`` lock files ``<device-id>-<slot>.lock`` in a shared lock folder. On a
+machine with several GPUs a render takes a slot of any of them: the first free one in the order
+slot 0 of every GPU, then slot 1 of every GPU..., so renders spread over the cards before two
+share one; its sessions then run on that card (``Device.ordinal``). A render
+takes a slot with ``flock(LOCK_EX | LOCK_NB)``, writes who holds it into the file itself, and keeps
 the descriptor open (close-on-exec, so no ffmpeg child inherits it) for the whole render. The
 kernel frees the lock when the holder exits or is killed, ``kill -9`` included; the JSON left in
 a file that nobody holds is stale and ignored. Waiters poll every :data:`POLL_S` seconds, say once
@@ -45,10 +48,13 @@ class LockTimeout(RenderFailed):
 
 @dataclass(frozen=True)
 class Device:
-    """What a render locks: ``id`` names the lock files, ``label`` is for people."""
+    """What a render locks: ``id`` names the lock files, ``label`` is for people, ``ordinal`` is
+    the CUDA device number of this GPU in this process (its sessions' ``device_id``; None for
+    the CPU)."""
 
     id: str
     label: str
+    ordinal: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,42 +86,68 @@ def lock_needed(env: Mapping[str, str] = os.environ) -> bool:
 
 # --------------------------------------------------------------------------- device detection
 
-def detect_device(providers: Sequence[str], *, fake: str = "",
-                  env: Mapping[str, str] = os.environ,
-                  available: Sequence[str] | None = None) -> Device:
-    """The device a render with these execution providers will use (GPU 0 as CUDA numbers it).
+def detect_devices(providers: Sequence[str], *, fake: str = "",
+                   env: Mapping[str, str] = os.environ,
+                   available: Sequence[str] | None = None,
+                   found: Sequence[tuple[int, str, str]] | None = None) -> list[Device]:
+    """The devices a render with these execution providers may use, in CUDA's numbering: every
+    GPU that CUDA_VISIBLE_DEVICES lets this process see (all of them, in PCI order, without it),
+    else the CPU.
 
-    ``fake`` (tests) is used as id and label. ``available`` defaults to ONNX Runtime's
-    ``get_available_providers()``. Anything that fails while asking the GPU gives ``cpu``.
+    ``fake`` (tests, or a name to lock instead of the detected ones): comma-separated names, each
+    a device numbered by its place. ``available`` defaults to ONNX Runtime's
+    ``get_available_providers()``, ``found`` to :func:`~render.gpus.gpu_uuids`. Anything that
+    fails while asking the GPUs gives the CPU.
     """
     if fake:
-        return Device(id=safe_id(fake), label=fake)
+        names = [n.strip() for n in fake.split(",") if n.strip()]
+        return [Device(id=safe_id(n), label=n, ordinal=i) for i, n in enumerate(names)]
     if not _GPU_PROVIDERS.intersection(p.lower() for p in providers):
-        return _CPU
+        return [_CPU]
     if available is None:
         try:
             import onnxruntime as ort
             available = ort.get_available_providers()
         except Exception:  # noqa: BLE001 - no (working) onnxruntime: no GPU
-            return _CPU
+            return [_CPU]
     if "CUDAExecutionProvider" not in available:
-        return _CPU
+        return [_CPU]
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    first = None if visible is None else visible.split(",")[0].strip()
-    if first is not None and (first == "" or first.startswith("-")
-                              or first.lower() == "nodevfiles"):
-        return _CPU                      # CUDA sees no GPU at all
-    if first is not None and first.startswith("MIG-"):
-        return Device(id=safe_id(f"gpu-{first}"), label=f"GPU ({first})")
-    gpus = gpu_uuids()
+    entries = None if visible is None else [e.strip() for e in visible.split(",")]
+    if entries is not None and all(e.startswith("MIG-") for e in entries if e):
+        return [Device(id=safe_id(f"gpu-{e}"), label=f"GPU ({e})", ordinal=i)
+                for i, e in enumerate(_valid_prefix(entries))] or [_CPU]
+    gpus = list(gpu_uuids() or []) if found is None else list(found)
     if not gpus:
-        return _CPU
-    gpu = pick_gpu(gpus, first)
-    if gpu is None:
-        log.debug("CUDA_VISIBLE_DEVICES=%s matches none of the GPUs %s", visible, gpus)
-        return _CPU
-    index, uuid, name = gpu
-    return Device(id=safe_id(f"gpu-{uuid}"), label=f"GPU {index} ({name})")
+        return [_CPU]
+    picked = sorted(gpus) if entries is None else []
+    for entry in _valid_prefix(entries or []):
+        gpu = pick_gpu(gpus, entry)
+        if gpu is None:       # CUDA ignores the entries from the first one that matches no GPU
+            log.debug("CUDA_VISIBLE_DEVICES=%s: %s matches none of the GPUs %s", visible, entry,
+                      gpus)
+            break
+        picked.append(gpu)
+    return [Device(id=safe_id(f"gpu-{uuid}"), label=f"GPU {index} ({name})", ordinal=i)
+            for i, (index, uuid, name) in enumerate(picked)] or [_CPU]
+
+
+def _valid_prefix(entries: list[str]) -> list[str]:
+    """CUDA_VISIBLE_DEVICES' entries up to the first that hides every later one ('', -1,
+    NoDevFiles)."""
+    out = []
+    for e in entries:
+        if e == "" or e.startswith("-") or e.lower() == "nodevfiles":
+            break
+        out.append(e)
+    return out
+
+
+def detect_device(providers: Sequence[str], *, fake: str = "",
+                  env: Mapping[str, str] = os.environ,
+                  available: Sequence[str] | None = None) -> Device:
+    """The first of :func:`detect_devices` (device 0 as CUDA numbers it)."""
+    return detect_devices(providers, fake=fake, env=env, available=available)[0]
 
 
 _CPU = Device(id="cpu", label="cpu")
@@ -237,19 +269,25 @@ def _hhmm(since: Any) -> str:
 # --------------------------------------------------------------------------- the lock
 
 class DeviceLock:
-    """One of ``slots`` exclusive slots on ``device``, held from :meth:`acquire` to :meth:`release`.
+    """One of ``slots`` exclusive slots on one of ``devices``, held from :meth:`acquire` to
+    :meth:`release`; :attr:`device` is the one taken (the first of them until then).
 
     ``owner`` goes into the lock file (``job`` should be in it); ``timeout`` None or <= 0 waits
     forever. ``on_wait`` gets the one "waiting for ..." line (default: logged at INFO).
     """
 
-    def __init__(self, lock_dir: Path, device: Device | str, slots: int = 1, *,
+    def __init__(self, lock_dir: Path, devices: Device | str | Sequence[Device], slots: int = 1, *,
                  owner: Mapping[str, Any], timeout: float | None,
                  on_wait: Callable[[str], None] | None = None, poll_s: float = POLL_S) -> None:
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
         self.lock_dir = Path(lock_dir)
-        self.device = device if isinstance(device, Device) else Device(safe_id(device), device)
+        if isinstance(devices, str):
+            devices = [Device(safe_id(devices), devices)]
+        self.devices = [devices] if isinstance(devices, Device) else list(devices)
+        if not self.devices:
+            raise ValueError("no device to lock")
+        self.device = self.devices[0]
         self.slots = slots
         self.owner = dict(owner)
         self.timeout = timeout if timeout and timeout > 0 else None
@@ -267,8 +305,17 @@ class DeviceLock:
     def locked(self) -> bool:
         return self._fd is not None
 
+    def places(self) -> list[tuple[Device, int]]:
+        """(device, slot) in the order they are tried: slot 0 of every device, then slot 1..."""
+        return [(d, i) for i in range(self.slots) for d in self.devices]
+
     def paths(self) -> list[Path]:
-        return [lock_path(self.lock_dir, self.device.id, i) for i in range(self.slots)]
+        return [lock_path(self.lock_dir, d.id, i) for d, i in self.places()]
+
+    @property
+    def label(self) -> str:
+        """The device, or the devices a render waits for ('GPU 0 (A) or GPU 1 (B)')."""
+        return " or ".join(d.label for d in self.devices)
 
     def acquire(self) -> DeviceLock:
         if self._fd is not None:
@@ -283,11 +330,12 @@ class DeviceLock:
                     fds.append(_open_slot(p))
                 except OSError as exc:
                     raise RenderFailed(f"cannot open the lock file {p}: {exc.strerror}") from exc
+            places = self.places()
             while True:
-                for slot, fd in enumerate(fds):
+                for k, fd in enumerate(fds):
                     if try_flock(fd):
-                        fds[slot] = -1            # kept; the others are closed below
-                        self._took(slot, fd, start)
+                        fds[k] = -1               # kept; the others are closed below
+                        self._took(*places[k], fd, start)
                         if said:
                             log.info("%s is free after %.0f s of waiting, starting",
                                      self.device.label, self.waited_s)
@@ -296,11 +344,11 @@ class DeviceLock:
                 infos = [_read_fd(fd) for fd in fds]
                 if not said and (all(infos) or waited >= INFO_GRACE_S):
                     said = True
-                    line = f"waiting for {self.device.label}: {self._busy(infos)}"
+                    line = f"waiting for {self.label}: {self._busy(infos)}"
                     (self.on_wait or log.info)(line)
                 if self.timeout is not None and waited >= self.timeout:
                     raise LockTimeout(
-                        f"{self.device.label} stayed busy for {self.timeout:g} s "
+                        f"{self.label} stayed busy for {self.timeout:g} s "
                         f"({self._busy(infos)}); try again when it is free or raise the lock "
                         f"timeout")
                 pause = self.poll_s
@@ -313,18 +361,20 @@ class DeviceLock:
                     os.close(fd)
 
     def _busy(self, infos: list[dict[str, Any] | None]) -> str:
-        if self.slots == 1:
+        if len(infos) == 1:
             return f"held by {describe_holder(infos[0])}"
-        return f"all {self.slots} slots busy: " + "; ".join(describe_holder(i) for i in infos)
+        return f"all {len(infos)} slots busy: " + "; ".join(describe_holder(i) for i in infos)
 
-    def _took(self, slot: int, fd: int, start: float) -> None:
-        self._fd, self.slot, self.path = fd, slot, lock_path(self.lock_dir, self.device.id, slot)
+    def _took(self, device: Device, slot: int, fd: int, start: float) -> None:
+        self.device = device
+        self._fd, self.slot, self.path = fd, slot, lock_path(self.lock_dir, device.id, slot)
         self.acquired_at, self.released_at = time.time(), None
         self.waited_s = time.monotonic() - start
         info: dict[str, Any] = {"job": self.owner.get("job", "")}
         info.update(self.owner)
         info.update(pid=os.getpid(), host=socket.gethostname(), user=_user(),
-                    device=self.device.label, device_id=self.device.id, slot=slot,
+                    device=self.device.label, device_id=self.device.id,
+                    cuda_device=self.device.ordinal, slot=slot,
                     since=datetime.fromtimestamp(self.acquired_at).astimezone()
                     .isoformat(timespec="seconds"))
         self.holder = info

@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__, report, versions
 from . import mark as marking
 from .errors import Interrupted
+from .encoder import PINNED_ENCODE_THREADS
 from .execute import ExecResult, Executor, Hooks
 from .face_stage import build_face_stage
 from .files import FileHashes
@@ -50,13 +51,14 @@ class RenderResult:
 
 
 class Renderer:
-    """Renders the jobs of one Config: its models loaded once, the source face embedded once."""
+    """Renders the jobs of one Config: its models loaded once, the source face embedded once,
+    on CUDA device ``device_id`` (the GPU whose lock the render holds; None: CUDA's device 0)."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, *, device_id: int | None = None) -> None:
         self.cfg = cfg
         tune_allocator()                # before any thread starts allocating
         versions.prefetch_installation()
-        self.models = load_models(cfg)
+        self.models = load_models(cfg, device_id=device_id)
         if cfg.mark.enabled:   # while the render starts, not at the end of the first render
             # not a daemon: the interpreter waits for it before it finalises. A daemon thread
             # still importing then (a quick `render verify`) ends inside the Rust code of c2pa or
@@ -97,7 +99,9 @@ class Renderer:
                                                              job.source, times),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
-                        preload=self.models.preload)
+                        preload=self.models.preload,
+                        parallel_segments=self.cfg.execution.parallel_segments,
+                        encoder_threads=int(plan.encode.get("threads") or PINNED_ENCODE_THREADS))
 
     def render(self, job: Job, *, meta: Mapping[str, Any] | None = None,
                lock: Mapping[str, Any] | None = None, stop: StopToken | None = None,

@@ -210,6 +210,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
             "fps": round(frames / seconds, 3) if seconds > 0 and status == "done" else None,
             "frames_decoded": result.frames_decoded if result else 0,
             "threads": result.threads if result else None,
+            "parallel_segments": result.parallel_segments if result else None,
             "overhead_s": ({k: round(v, 3) for k, v in result.overhead.items()} if result else None),
             "stage_ms_per_frame": ({k: round(v, 3) for k, v in times.ms_per_frame().items()}
                                    if times is not None and times.frames else None),

@@ -5,6 +5,8 @@ module keeps no state between renders.
 """
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import threading
 import time
@@ -69,8 +71,10 @@ class SessionFactory:
     """Creates sessions for one render with the providers and options its config asks for."""
 
     def __init__(self, execution: Execution, cache_dir: Path, *,
-                 available: list[str] | None = None) -> None:
+                 available: list[str] | None = None, device_id: int | None = None) -> None:
         self.execution = execution
+        #: the CUDA device the GPU providers run on (the locked GPU; None: their default, 0)
+        self.device_id = device_id
         self.settings = strategy(execution)
         self.cache_dir = cache_dir
         available = ort.get_available_providers() if available is None else available
@@ -124,12 +128,14 @@ class SessionFactory:
                     "trt_timing_cache_enable": True,
                     "trt_timing_cache_path": str(self._trt_dir),
                     "trt_max_workspace_size": s.trt_workspace_mb << 20,
+                    **self._device(),
                 }))
             elif name == "CUDAExecutionProvider":
                 opts: dict[str, Any] = {
                     "arena_extend_strategy": s.arena_extend_strategy,
                     "cudnn_conv_algo_search": s.cudnn_conv_algo_search,
                     "do_copy_in_default_stream": True,
+                    **self._device(),
                 }
                 if s.gpu_mem_limit_mb:
                     opts["gpu_mem_limit"] = s.gpu_mem_limit_mb << 20
@@ -137,6 +143,9 @@ class SessionFactory:
             else:
                 out.append((name, {}))
         return out
+
+    def _device(self) -> dict[str, Any]:
+        return {} if self.device_id is None else {"device_id": self.device_id}
 
     def create(self, path: Path, *, fp16: bool = False, sha256: str = "",
                providers: list[str] | None = None) -> ort.InferenceSession:
@@ -230,6 +239,11 @@ class LazySession:
     provider that refuses it), one line says so and the session runs plainly from then on. A call
     that fails on a GPU provider moves the model to its remaining providers (``fallback``, see
     :meth:`_fall_back`).
+
+    Calls from several threads (lanes, segments rendered at once) run side by side on the CPU
+    provider, and one after the other on a GPU provider: each call there takes its activations
+    from the session's arena, so concurrent calls would raise the peak GPU memory past what the
+    memory strategy caps, for no gain on a device that runs one call's kernels at a time.
     """
 
     def __init__(self, create: Callable[[], ort.InferenceSession], *,
@@ -241,6 +255,7 @@ class LazySession:
         self._only: list[str] | None = None
         self._session: ort.InferenceSession | None = None
         self._lock = threading.Lock()
+        self._device_calls = threading.Lock()    # one call at a time on a GPU provider
         #: the execution providers the session actually got (None until it was created)
         self.providers: list[str] | None = None
         #: whether :meth:`run` binds inputs and outputs on the device (GPU providers)
@@ -268,14 +283,16 @@ class LazySession:
         """All outputs of one call, timed (``calls``, ``run_seconds``: the model's own cost inside
         a render, comparable with the same model run alone)."""
         session = self.session
-        t0 = time.perf_counter()
-        try:
-            out = self._call(session, feed)
-        except Interrupted:
-            raise
-        except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
-            out = self._call(self._fall_back(session, exc), feed)
-        dt = time.perf_counter() - t0
+        on_device = bool(self.providers) and self.providers[0] in DEVICE_PROVIDERS
+        with self._device_calls if on_device else contextlib.nullcontext():
+            t0 = time.perf_counter()
+            try:
+                out = self._call(session, feed)
+            except Interrupted:
+                raise
+            except Exception as exc:  # noqa: BLE001 - ORT raises several unrelated types
+                out = self._call(self._fall_back(session, exc), feed)
+            dt = time.perf_counter() - t0
         with self._lock:                   # lanes call one session from several threads
             self.run_seconds += dt
             self.calls += 1

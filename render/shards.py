@@ -51,8 +51,8 @@ def render_shard(cfg: Config, *, stop: StopToken | None = None) -> ExecResult:
     index, count = shard_index(cfg)
     job = single_job(cfg, "a shard")
     owner = {"job": f"shard-{index}-of-{count}", "target": job.target.name}
-    with device_lock(cfg, owner):
-        renderer = Renderer(cfg)
+    with device_lock(cfg, owner) as held:
+        renderer = Renderer(cfg, device_id=held.device.ordinal if held is not None else None)
         plan = renderer.plan(job)
         if plan.kind != "video":
             raise UsageError("only videos are sharded: render an image in one process")

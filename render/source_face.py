@@ -34,10 +34,21 @@ class SourceFaces:
         self.hashes = hashes
         self.cache = EmbeddingCache(cfg.cache_path)
         self._embeddings: dict[tuple[Path, int], np.ndarray] = {}
+        self._faces_found: dict[tuple[Path, int], tuple[np.ndarray, Face]] = {}
 
     def source(self, path: Path) -> np.ndarray:
         """The raw embedding of the face ``source_face`` picks in the source image."""
         return self.embedding(path, "source", self.cfg.source_face)
+
+    def face(self, path: Path) -> tuple[np.ndarray, Face]:
+        """The source image and the face ``source_face`` picks in it (for swappers that take the
+        source's crop instead of its embedding); detected once per renderer."""
+        key = (path, self.cfg.source_face)
+        if key not in self._faces_found:
+            image = read_image(path, "source")
+            faces = self._faces(image, path, "source", self.cfg.source_face)
+            self._faces_found[key] = (image, faces[self.cfg.source_face])
+        return self._faces_found[key]
 
     def reference_path(self, source: Path) -> Path | None:
         """The image whose face ``select.mode=reference`` looks for; None in the other modes."""

@@ -122,6 +122,7 @@ class ThreadPolicy:
         #: batches swapped at once (render.pipeline.stream); fixed by ``execution.lanes``
         self.lanes = lanes or (self.LANES if auto and self.on_cpu else 1)
         self._lanes_fixed = bool(lanes)
+        self._fixed = bool(fixed)
         #: ONNX Runtime's intra-op threads per model call
         self.threads = fixed or max(1, self.cores // self.lanes)
         self.ffmpeg_nice = 0
@@ -177,6 +178,25 @@ class ThreadPolicy:
             return None
         self.threads = threads
         return threads
+
+    def share(self, segments: int) -> None:
+        """``segments`` segments are rendered at once (``render.segment_pool``): their encoders
+        take the cores they are pinned to, so the policy does not watch one segment's children
+        but decides now: one lane (unless ``execution.lanes`` says otherwise), and each model
+        call gets ``cores // (2 × segments)`` threads (half the cores shared out over the
+        segments), ffmpeg the rest at normal priority. A fixed ``execution.threads`` stays."""
+        if segments < 2 or self._fixed:
+            return
+        if not self._lanes_fixed:
+            self.lanes = 1
+        self.threads = max(1, self.cores // (2 * segments))
+        self.ffmpeg_nice = 0
+        self.decided = True
+        self.reason = (f"{segments} segments at once: ONNX Runtime gets {self.threads} thread(s) "
+                       f"per call on {self.cores} cores, the encoders the rest")
+        log.info("threads: %s", self.reason)
+        if self._apply is not None:
+            self._apply()
 
     def restart(self) -> None:
         """A new segment: its ffmpeg children are new processes, so the window starts again."""

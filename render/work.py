@@ -217,7 +217,8 @@ class Worker:
                         run["target"] = target
                     cfg = load_config(run)
                     batch = render_all(cfg, meta=meta, stop=self.stop, on_segment=on_segment,
-                                       on_wait=progress.waiting, on_progress=on_progress)
+                                       on_wait=progress.waiting, on_progress=on_progress,
+                                       on_device=progress.device)
                     counts["rendered"] += len(batch.rendered)
                     counts["up_to_date"] += len(batch.skipped)
                     reports += [str(r.report_path) for r in batch.rendered]
@@ -313,8 +314,8 @@ def describe_progress(job) -> str:
                 text += f", {p['fps']:.1f} fps"
             if p.get("eta_s") is not None and not stage:
                 text += f", ETA {_duration(p['eta_s'])}"
-            return text.strip()
-        return p.get("state") or "starting"
+            return text.strip() + (f" on {p['device']}" if p.get("device") else "")
+        return (p.get("state") or "starting") + (f" on {p['device']}" if p.get("device") else "")
     if job.result:
         if job.state == "done":
             n = job.result.get("rendered", 0)

@@ -1,6 +1,6 @@
 """Test helper: take a DeviceLock in its own process, hold it, and report events as JSON lines.
 
-usage: lock_holder.py LOCK_DIR DEVICE SLOTS JOB HOLD_S EVENTS_FILE [--timeout S] [--child]
+usage: lock_holder.py LOCK_DIR DEVICE[,DEVICE...] SLOTS JOB HOLD_S EVENTS_FILE [--timeout S] [--child]
 Events: wait (the one waiting line), acquired, child (pid of a spawned `sleep 30`), released,
 timeout. Appended one JSON object per line, flushed at once.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from render.lock import DeviceLock, LockTimeout  # noqa: E402
+from render.lock import DeviceLock, LockTimeout, detect_devices  # noqa: E402
 
 
 def main() -> int:
@@ -31,14 +31,17 @@ def main() -> int:
         with open(a.events, "a") as f:
             f.write(json.dumps({"event": kind, "pid": os.getpid(), "t": time.time(), **kw}) + "\n")
 
-    lock = DeviceLock(Path(a.lock_dir), a.device, int(a.slots), owner={"job": a.job},
+    # DEVICE: a name, or several comma-separated (any free one of them is taken)
+    lock = DeviceLock(Path(a.lock_dir), detect_devices(["cuda"], fake=a.device), int(a.slots),
+                      owner={"job": a.job},
                       timeout=a.timeout, on_wait=lambda line: event("wait", line=line))
     try:
         lock.acquire()
     except LockTimeout as exc:
         event("timeout", message=str(exc), exit_code=exc.exit_code)
         return exc.exit_code
-    event("acquired", slot=lock.slot, acquired_at=lock.acquired_at)
+    event("acquired", slot=lock.slot, device=lock.device.label, ordinal=lock.device.ordinal,
+          acquired_at=lock.acquired_at)
     if a.child:
         # close_fds=False: only O_CLOEXEC keeps the lock fd out of the child
         child = subprocess.Popen(["sleep", "30"], close_fds=False)

@@ -32,6 +32,14 @@ def test_overrides_are_typed_and_win():
     assert cfg.execution.providers == ("cuda", "cpu") and cfg.mask.blur == 0.5
 
 
+def test_a_number_key_that_the_machine_can_choose_takes_auto():
+    assert c.load_config({"execution.parallel_segments": "auto"}, env={}) \
+        .execution.parallel_segments == 0
+    assert c.load_config({"execution.parallel_segments": "3"}, env={}) \
+        .execution.parallel_segments == 3
+    assert "execution.parallel_segments=auto" in c.help_text()
+
+
 def test_config_is_immutable():
     cfg = c.load_config({}, env={})
     with pytest.raises(Exception):
@@ -57,6 +65,8 @@ def test_environment_defaults_are_below_the_command_line():
     ("detect.score", "nan", "detect.score: expected a number between 0 and 1, got nan"),
     ("segment.seconds", "NaN", "segment.seconds: expected a number between 0.5 and 3600"),
     ("lock.timeout", "inf", "lock.timeout: expected a number, got inf"),
+    ("execution.parallel_segments", "many",
+     "execution.parallel_segments: expected an integer between 0 and 64 or auto, got 'many'"),
 ])
 def test_bad_values_name_key_and_expectation(key, value, expect):
     with pytest.raises(ConfigError) as e:

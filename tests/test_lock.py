@@ -15,7 +15,8 @@ import pytest
 
 from render.errors import RenderFailed
 from render.gpus import pick_gpu
-from render.lock import Device, DeviceLock, LockTimeout, detect_device, holders, lock_needed, lock_path
+from render.lock import (Device, DeviceLock, LockTimeout, detect_device, detect_devices, holders,
+                         lock_needed, lock_path)
 
 HELPER = Path(__file__).resolve().parent / "lock_holder.py"
 
@@ -198,7 +199,7 @@ def test_lock_not_needed_under_slurm():
 
 
 def test_detect_device():
-    assert detect_device(["cuda"], fake="fake gpu/1") == Device("fake_gpu_1", "fake gpu/1")
+    assert detect_device(["cuda"], fake="fake gpu/1") == Device("fake_gpu_1", "fake gpu/1", 0)
     assert detect_device(["cpu"]) == Device("cpu", "cpu")
     assert detect_device(["cuda", "cpu"], available=["CPUExecutionProvider"]).id == "cpu"
     assert detect_device(["cuda"], env={"CUDA_VISIBLE_DEVICES": ""},
@@ -212,3 +213,62 @@ def test_pick_gpu_follows_cuda_visible_devices():
     assert pick_gpu(gpus, "GPU-bbbb") == gpus[1]
     assert pick_gpu(gpus, "bbbb-2222") == gpus[1]
     assert pick_gpu(gpus, "7") is None
+
+
+# -- several GPUs: any free one ----------------------------------------------------------------------
+GPUS = [(0, "GPU-aaaa-1111", "Card A"), (1, "GPU-bbbb-2222", "Card B"), (2, "GPU-cccc-3333", "Card C")]
+CUDA = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+@pytest.mark.parametrize("visible,want", [
+    (None, [("gpu-GPU-aaaa-1111", 0), ("gpu-GPU-bbbb-2222", 1), ("gpu-GPU-cccc-3333", 2)]),
+    ("2,0", [("gpu-GPU-cccc-3333", 0), ("gpu-GPU-aaaa-1111", 1)]),     # CUDA's numbering
+    ("GPU-bbbb,0", [("gpu-GPU-bbbb-2222", 0), ("gpu-GPU-aaaa-1111", 1)]),
+    ("1,7,0", [("gpu-GPU-bbbb-2222", 0)]),     # CUDA stops at the first entry matching no GPU
+    ("1,-1,0", [("gpu-GPU-bbbb-2222", 0)]),
+    ("", [("cpu", None)]),
+    ("MIG-x1,MIG-x2", [("gpu-MIG-x1", 0), ("gpu-MIG-x2", 1)]),
+])
+def test_detect_devices_lists_every_visible_gpu_in_cuda_numbering(visible, want):
+    env = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    got = detect_devices(["cuda", "cpu"], env=env, available=CUDA, found=GPUS)
+    assert [(d.id, d.ordinal) for d in got] == want
+    if visible == "2,0":
+        assert got[0].label == "GPU 2 (Card C)"
+    assert detect_devices(["cpu"], env=env, available=CUDA, found=GPUS) == [Device("cpu", "cpu")]
+    assert detect_devices(["cuda"], fake="gpu-a, gpu-b") == [Device("gpu-a", "gpu-a", 0),
+                                                           Device("gpu-b", "gpu-b", 1)]
+
+
+def test_renders_spread_over_the_gpus_before_two_share_one(tmp_path):
+    """Two GPUs with two slots each: the first two renders take slot 0 of each GPU, the third
+    the second slot of the first GPU; a freed slot is taken again."""
+    devices = detect_devices(["cuda"], fake="gpu-a,gpu-b")
+    held = [DeviceLock(tmp_path, devices, 2, owner={"job": f"j{i}"}, timeout=1).acquire()
+            for i in range(3)]
+    assert [(h.device.label, h.slot) for h in held] == [("gpu-a", 0), ("gpu-b", 0), ("gpu-a", 1)]
+    assert json.loads(held[1].path.read_text())["cuda_device"] == 1
+    held[1].release()
+    with DeviceLock(tmp_path, devices, 2, owner={"job": "j3"}, timeout=1) as again:
+        assert (again.device.label, again.slot) == ("gpu-b", 0)
+    for h in held:
+        h.release()
+
+
+def test_a_render_takes_any_free_gpu_and_waits_only_when_all_are_busy(procs):
+    """Three renders, two GPUs: the first two run at once on different cards, the third waits
+    for either (one line naming both holders) and takes the card freed by a kill -9."""
+    a, a_ev = procs.start("job-a", "gpu-a,gpu-b", 1, 30)
+    b, b_ev = procs.start("job-b", "gpu-a,gpu-b", 1, 30)
+    got = {procs.wait_for(a_ev, "acquired")["device"], procs.wait_for(b_ev, "acquired")["device"]}
+    assert got == {"gpu-a", "gpu-b"}
+    assert not procs.events(a_ev, "wait") and not procs.events(b_ev, "wait")
+    c, c_ev = procs.start("job-c", "gpu-a,gpu-b", 1, 0.1)
+    line = procs.wait_for(c_ev, "wait")["line"]
+    assert line.startswith("waiting for gpu-a or gpu-b: all 2 slots busy: ")
+    assert "job job-a (" in line and "job job-b (" in line
+    freed = procs.wait_for(b_ev, "acquired")["device"]
+    b.send_signal(signal.SIGKILL)
+    took = procs.wait_for(c_ev, "acquired", timeout=5)
+    assert took["device"] == freed and took["ordinal"] == ["gpu-a", "gpu-b"].index(freed)
+    assert c.wait(timeout=10) == 0

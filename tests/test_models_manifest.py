@@ -17,11 +17,15 @@ from render.models.store import ModelStore, default_stamp_dir
 PINNED = {
     "inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g", "retinaface_10g",
     "yoloface_8n", "yunet", "gfpgan_1.4", "codeformer", "gpen_bfr_256", "gpen_bfr_512", "xseg_1",
-    "bisenet_resnet_34", "2dfan4",
-}
+    "xseg_2", "xseg_3", "bisenet_resnet_18", "bisenet_resnet_34", "2dfan4",
+} | (SWAPPERS := {"hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256",
+                  "simswap_unofficial_512", "crossface_simswap", "uniface_256"}) \
+    | (ENHANCERS := {"gpen_bfr_1024", "gpen_bfr_2048", "restoreformer_plus_plus"})
 NON_COMMERCIAL = {"inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g",
-                  "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512"}
-UNCONFIRMED = {"inswapper_128_fp16", "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512"}
+                  "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
+                  *(SWAPPERS - {"crossface_simswap"}), "gpen_bfr_1024", "gpen_bfr_2048"}
+UNCONFIRMED = {"inswapper_128_fp16", "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
+               "xseg_2", "xseg_3", "bisenet_resnet_18", *SWAPPERS, *ENHANCERS}
 
 
 def entry_doc(data: bytes, **kw) -> dict:
@@ -290,3 +294,50 @@ def test_help(tmp_path):
 def test_local_readme_documents_the_offline_path():
     text = (SHIPPED_MANIFEST.parent / "local" / "README.md").read_text()
     assert "manifest.yaml" in text and "sha256" in text
+
+
+def test_a_model_is_verified_and_fetched_with_the_models_it_needs(tmp_path):
+    """simswap_unofficial_512 needs its crossface converter: verify_required checks both (and
+    names the converter when it is missing), and a manifest naming an unknown need is refused."""
+    from render.files import sha256_file
+
+    m = load_manifest(tmp_path)
+    assert m.get("simswap_unofficial_512").needs == ("crossface_simswap",)
+    swapper, conv = tmp_path / "s.onnx", tmp_path / "c.onnx"
+    swapper.write_bytes(b"swapper")
+    conv.write_bytes(b"converter")
+    overlay = tmp_path / "overlay.yaml"
+    entry = {"licence": "t", "contract": "swapper-simswap", "template": "arcface_112_v1",
+             "input_size": 256}
+    overlay.write_text(yaml.safe_dump({"version": 1, "models": {
+        "s": {**entry, "file": "s.onnx", "sha256": sha256_file(swapper), "needs": ["c"]},
+        "c": {"licence": "t", "contract": "converter-crossface", "file": "c.onnx",
+              "sha256": sha256_file(conv)}}}))
+    store = ModelStore(tmp_path, load_manifest(tmp_path, [overlay]), default_stamp_dir(tmp_path))
+    assert set(store.verify_required([("s", "fp32")])) == {("s", "fp32"), ("c", "fp32")}
+    conv.unlink()
+    with pytest.raises(ModelError, match="model c"):
+        store.verify_required([("s", "fp32")])
+    overlay.write_text(yaml.safe_dump({"version": 1, "models": {
+        "s": {**entry, "file": "s.onnx", "sha256": sha256_file(swapper), "needs": ["nope"]}}}))
+    with pytest.raises(ModelError, match="needs names 'nope', which no manifest defines"):
+        load_manifest(tmp_path, [overlay])
+
+
+def test_fetching_a_swapper_brings_its_converter(tmp_path):
+    from render.files import sha256_file
+
+    folder = tmp_path / "usb"
+    folder.mkdir()
+    (folder / "s.onnx").write_bytes(b"swapper")
+    (folder / "c.onnx").write_bytes(b"converter")
+    entry = {"licence": "t", "contract": "swapper-simswap", "template": "arcface_112_v1",
+             "input_size": 256}
+    (folder / "manifest.yaml").write_text(yaml.safe_dump({"version": 1, "models": {
+        "s": {**entry, "file": "s.onnx", "sha256": sha256_file(folder / "s.onnx"), "needs": ["c"]},
+        "c": {"licence": "t", "contract": "converter-crossface", "file": "c.onnx",
+              "sha256": sha256_file(folder / "c.onnx")}}}))
+    rc, out = run(["fetch", "s", f"from={folder}"], tmp_path)
+    assert rc == 0
+    assert "s: verified" in out and "c: verified" in out
+    assert (tmp_path / "models" / "c.onnx").read_bytes() == b"converter"

@@ -134,7 +134,9 @@ def _identity():
     ("swap,scrfd_2.5g", "processors=scrfd_2.5g: its contract is detector-scrfd", 4),
     ("", "processors=: no face processor to run", 2),
     ("swap swap.model=gfpgan_1.4 swap.precision=fp32",
-     "swap.model=gfpgan_1.4: its contract is enhancer-gfpgan, swap.model needs swapper-inswapper", 4),
+     "swap.model=gfpgan_1.4: its contract is enhancer-gfpgan, swap.model needs swapper-blendswap "
+     "or swapper-ghost or swapper-hyperswap or swapper-inswapper or swapper-simswap or "
+     "swapper-simswap-unofficial or swapper-uniface", 4),
     ("enhance", "processors=enhance: no face processor to run (enhance runs only with", 2),
 ])
 def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, chain, message,

@@ -168,6 +168,42 @@ def test_segments_do_not_depend_on_resume_or_threads(workdir, standin_models, cl
     assert sha(out) == reference
 
 
+@pytest.mark.parametrize("at_once,extra", [(2, ()), (3, ("execution.lanes=2",))])
+def test_segments_rendered_at_once_give_the_same_bytes(workdir, standin_models, clip, reference,
+                                                       at_once, extra):
+    """execution.parallel_segments=2 and 3 (with two lanes each): the six one-second segments
+    are rendered side by side, each with its own decoder and encoder, sharing the models and the
+    frames in flight; the output is the one-at-a-time render's, and the report says how many ran
+    at once."""
+    import json
+
+    out = workdir / f"at-once-{at_once}" / "clip.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out,
+                             f"execution.parallel_segments={at_once}", *extra,
+                             cache=f"cache-at-once-{at_once}"))
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == reference
+    report = json.loads(Path(str(out) + ".report.json").read_text())
+    assert report["timing"]["parallel_segments"] == at_once
+    assert len(report["segments"]) == 6
+
+
+def test_auto_renders_one_segment_at_a_time_on_a_small_machine(workdir, standin_models, clip,
+                                                              reference):
+    """parallel_segments=auto (the default) is 1 below 8 cores, such as this class of machine."""
+    import json
+
+    if len(os.sched_getaffinity(0)) >= 8:
+        pytest.skip("this machine has 8 cores or more: auto renders several segments at once")
+    out = workdir / "at-once-auto" / "clip.mp4"
+    r = run_cli(*render_args(workdir, standin_models, clip.path, out,
+                             "execution.parallel_segments=auto", cache="cache-at-once-auto"))
+    assert r.returncode == 0, r.stderr
+    assert sha(out) == reference
+    assert json.loads(Path(str(out) + ".report.json").read_text())["timing"][
+        "parallel_segments"] == 1
+
+
 def test_saved_optimised_graphs_give_the_same_bytes(workdir, standin_models, clip, reference):
     """execution.graph_cache_min_mb=0: the first render saves every model's optimised graph, the
     second loads them; both outputs are those of a render that optimised at load."""

@@ -545,3 +545,16 @@ def test_a_fallback_keeps_the_remaining_providers_options_and_a_provider_left_ou
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert lines == ["relu.onnx: the cuda provider could not be used (ONNX Runtime left it out: its "
                      "libraries did not load): running on cpu"]
+
+
+def test_the_gpu_providers_run_on_the_locked_device(tmp_path):
+    """The device the render locked (its CUDA number) reaches the CUDA and TensorRT options; the
+    CPU provider has none, and without a locked device the providers keep their default."""
+    cfg = load_config({"profile": "low"}, env={})
+    f = SessionFactory(cfg.execution, tmp_path, available=ALL, device_id=1)
+    opts = dict(f.provider_options(fp16=False))
+    assert opts["CUDAExecutionProvider"]["device_id"] == 1
+    assert opts["TensorrtExecutionProvider"]["device_id"] == 1
+    assert opts["CPUExecutionProvider"] == {}
+    plain = dict(SessionFactory(cfg.execution, tmp_path, available=ALL).provider_options(fp16=False))
+    assert "device_id" not in plain["CUDAExecutionProvider"]

@@ -74,6 +74,27 @@ def test_two_renders_on_one_device(workdir, standin_models, clip, slots):
         assert a[0] < b[1] and b[0] < a[1], f"with 2 slots the renders should overlap: {a} {b}"
 
 
+def test_two_renders_take_two_free_gpus(workdir, standin_models, clip):
+    """Two (fake) GPUs, one slot each: two renders started together run at once, each on its own
+    card, and neither waits; the reports say which card (and its CUDA number)."""
+    outs = [workdir / "out" / f"g{i}.mp4" for i in (1, 2)]
+    procs = [start(*common(workdir, standin_models), "lock.device=fake-gpu-0,fake-gpu-1",
+                   f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
+                   f"output={out}", "progress=off") for out in outs]
+    errs = []
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        errs.append(err)
+    assert not [ln for e in errs for ln in e.splitlines() if "waiting for" in ln], errs
+    locks = [json.loads(out.with_name(out.name + ".report.json").read_text())["lock"]
+             for out in outs]
+    assert sorted((lk["device"], lk["cuda_device"]) for lk in locks) == \
+        [("fake-gpu-0", 0), ("fake-gpu-1", 1)]
+    a, b = (hold_interval(out.with_name(out.name + ".report.json")) for out in outs)
+    assert a[0] < b[1] and b[0] < a[1], f"the renders should overlap: {a} {b}"
+
+
 def test_kill_9_of_the_holder_lets_the_waiter_start_within_a_second(workdir, standin_models, tmp_path):
     long = mf.make_clip(tmp_path / "long.mp4", width=640, height=360, seconds=20.0)
     holder = start(*common(workdir, standin_models), f"source={workdir / 'in' / 'source.jpg'}",

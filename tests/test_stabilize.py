@@ -179,7 +179,8 @@ def _frames(n):
 
 
 def _negating_chain():
-    proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None)
+    proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None,
+                           crop_size=lambda kps: 128)
     return [ChainStep(proc, lambda crops: 255 - crops, paste_masks("box", 128, 0.0, 0.3))]
 
 
@@ -242,6 +243,41 @@ def test_faces_followed_between_detections_stay_in_their_track():
     assert [e.faces[0].how for e in seen] == ["detected", "tracked", "tracked"] * 4
     assert all(sorted(e.faces) == [0] and e.faces[0].selected for e in seen)
     assert stage.times.frames_touched == 12
+
+
+def test_with_landmarks_the_window_stabilises_the_points_alignment_uses():
+    """The landmark step runs on each selected face before the window (once, not again in the
+    chain), so the 68 points and the 5 taken from them are filled and smoothed like the rest."""
+    import dataclasses
+
+    calls = []
+    rng = np.random.default_rng(7)
+
+    def landmarks(frames, faces):
+        calls.append(len(faces))
+        out = []
+        for i, face in faces:
+            noisy = face.kps + rng.normal(0, 1.0, face.kps.shape).astype(np.float32)
+            points = np.repeat(noisy, 14, axis=0)[:68]
+            out.append((i, dataclasses.replace(face, kps=noisy, landmarks=points)))
+        return out
+
+    schedule = lambda i: [] if i == 6 else [face_at(300, 120, 120)]   # noqa: E731
+    seen = []
+    debug = FaceDebug(None, overlay=False)
+    debug.frames = lambda entries, first, chain: seen.extend(entries)      # noqa: E731
+    stage = _stage(schedule, debug=debug)
+    stage.landmarks = landmarks
+    frames = _frames(16)
+    stage.process(frames)
+    assert sum(calls) == 15                                          # frame 6: filled instead
+    used = [e.faces[0].used for e in seen]
+    assert all(u.landmarks is not None and u.landmarks.shape == (68, 2) for u in used)
+    assert seen[6].faces[0].how == "filled"
+    raw = np.array([e.faces[0].raw.landmarks for e in seen])
+    smooth = np.array([u.landmarks for u in used])
+    assert np.diff(smooth[4:], 2, axis=0).std() < np.diff(raw[4:], 2, axis=0).std() / 3
+    assert _swapped(frames) == [1] * 16
 
 
 def _run(stage, frames, *, lanes=1, in_flight=4, preroll=0, count=None, start=0):

@@ -97,6 +97,42 @@ exit $rc
     assert not temps(workdir / "out")
 
 
+def test_sigterm_while_segments_render_at_once_keeps_the_committed_ones(workdir, standin_models,
+                                                                       clip):
+    """execution.parallel_segments=3: a SIGTERM while three segments are being encoded ends the
+    render with one line, exit 130; every running segment's temp file is removed, no ffmpeg is
+    left, and the resume renders only the missing segments into the bytes of an uninterrupted
+    render."""
+    out = workdir / "out" / "clip.mp4"
+    args = render_args(workdir, standin_models, clip.path, out, "segment.seconds=2",
+                       "execution.parallel_segments=3")
+    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(temps(workdir / "out")) >= 2)     # two segments encoding at once
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (proc.returncode, err) == (130, "render: error: terminated\n")
+    assert not temps(workdir / "out") and not out.exists()
+    done = len(committed(workdir / "out"))
+    assert done < 8
+    time.sleep(0.2)
+    assert subprocess.run(["pgrep", "-f", f"ffmpeg.*{clip.path}"],
+                          capture_output=True).returncode == 1, "an ffmpeg child was left"
+    r = run_cli(*args, "--verbose")
+    assert r.returncode == 0, r.stderr
+    one = workdir / "one" / "clip.mp4"
+    r1 = run_cli(*render_args(workdir, standin_models, clip.path, one, "segment.seconds=2",
+                              "execution.parallel_segments=1"))
+    assert r1.returncode == 0, r1.stderr
+    assert out.read_bytes() == one.read_bytes()
+
+
 # -- the queue --------------------------------------------------------------------------------------
 def test_render_jobs_says_when_a_running_jobs_worker_is_gone(workdir, standin_models, clip):
     """A worker killed mid-job leaves its job in running/: `render jobs` showed its last progress

@@ -358,6 +358,25 @@ def test_the_progress_line_has_segments_fps_and_eta():
         "target.mp4 frame 40/150 (segment 2/5), 12.3 fps, ETA 1 min 15 s"
     job.progress.update(state="marking")
     assert describe_progress(job) == "target.mp4 marking"
+    job.progress.update(state="rendering", device="GPU 1 (NVIDIA H100)")
+    assert describe_progress(job) == \
+        "target.mp4 frame 40/150 (segment 2/5), 12.3 fps, ETA 1 min 15 s on GPU 1 (NVIDIA H100)"
+
+
+def test_the_job_progress_keeps_the_device_the_job_holds(tmp_path):
+    """The device taken is written at once and stays while the targets' segments come and go."""
+    from render.job_progress import JobProgress
+    from render.spool import Spool
+
+    spool = Spool(tmp_path / "spool")
+    written: list[dict] = []
+    spool.progress = lambda job_id, **data: written.append(dict(data))   # what the file gets
+    progress = JobProgress(spool, "0badf00d")
+    progress.device("GPU 1 (NVIDIA H100)")
+    progress.segment("a.mp4", None, 0, 3)
+    progress.frames("a.mp4", "rendering", 10, 100)
+    assert written[0] == {"state": "starting", "device": "GPU 1 (NVIDIA H100)"}
+    assert all(w["device"] == "GPU 1 (NVIDIA H100)" for w in written)
 
 
 def test_a_result_is_served_with_range_requests_to_its_owner_only(room, server, media, tmp_path):

@@ -13,6 +13,8 @@ def help_text(cfg: Config | None = None) -> str:
             value = ",".join(value)
         elif isinstance(value, bool):
             value = str(value).lower()
+        elif key.meta.get("auto") is not None and value == key.meta["auto"]:
+            value = "auto"
         rows.append((key.name, str(value), key.meta["help"]))
     width = max(len(r[0]) + len(r[1]) for r in rows) + 3
     return "\n".join(f"  {n}={v}".ljust(width + 2) + f"  {h}" for n, v, h in rows)

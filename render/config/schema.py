@@ -14,7 +14,12 @@ from typing import Any, Mapping, Sequence, get_type_hints
 
 PROVIDERS = ("tensorrt", "cuda", "cpu")
 MEMORY_STRATEGIES = ("low", "moderate", "high")
+#: mask.regions: FaceFusion's region names and the pairs as one name (the face parser's classes)
+FACE_REGIONS = ("skin", "eyebrows", "eyes", "glasses", "nose", "mouth", "lips", "left-eyebrow",
+                "right-eyebrow", "left-eye", "right-eye", "upper-lip", "lower-lip")
 PRECISIONS = ("fp32", "fp16")
+#: swap.pixel_boost: off (the model's side), auto (per face), or a crop side in pixels
+PIXEL_BOOST = ("off", "auto", "128", "256", "384", "512", "768", "1024")
 
 
 #: how a key enters the job key (the hash over everything that decides an output's bytes):
@@ -27,12 +32,13 @@ KEYED = ("bytes", "never", "unless-default")
 
 def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None = None,
          max: float | None = None, multiple: int | None = None, env: str | None = None,
-         keyed: str = "bytes") -> dict:
-    """Field metadata: help text, constraints checked by :func:`.validate.coerce`, and ``keyed``
-    (KEYED)."""
+         keyed: str = "bytes", auto: Any = None) -> dict:
+    """Field metadata: help text, constraints checked by :func:`.validate.coerce`, ``keyed``
+    (KEYED), and ``auto``: the value the word ``auto`` stands for (a number key that can also be
+    chosen by the machine)."""
     assert keyed in KEYED, keyed
     return {"help": help, "choices": tuple(choices) if choices else None, "min": min, "max": max,
-            "multiple": multiple, "env": env, "keyed": keyed}
+            "multiple": multiple, "env": env, "keyed": keyed, "auto": auto}
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -67,14 +73,22 @@ class Embed:
 
 @dataclass(frozen=True)
 class Swap:
-    model: str = _f("inswapper_128", "face swapper (inswapper contract)")
+    model: str = _f("inswapper_128", "face swapper (a swapper contract: inswapper, hyperswap, "
+                    "simswap, ghost, blendswap, uniface)")
     precision: str = _f("fp32", "swapper weights precision", choices=PRECISIONS)
+    pixel_boost: str = _f("off", "swap at this crop side, in tiles of the model's own side (a "
+                          "multiple of it), for faces larger than the model's crop; auto = the "
+                          "smallest side at least the face's size in the frame",
+                          choices=PIXEL_BOOST, keyed="unless-default")
+    weight: float = _f(0.5, "identity weight: below 0.5 the result keeps more of the target "
+                       "face's identity, above it more of the source's", min=0.0, max=1.0,
+                       keyed="unless-default")
 
 
 @dataclass(frozen=True)
 class Enhance:
     enabled: bool = _f(False, "run the face enhancer after swapping")
-    model: str = _f("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer or GPEN contract)")
+    model: str = _f("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer, GPEN or RestoreFormer++ contract)")
     precision: str = _f("fp32", "enhancer weights precision", choices=PRECISIONS)
     blend: float = _f(0.8, "share of the enhanced face in the result", min=0.0, max=1.0)
     weight: float = _f(0.5, "CodeFormer's fidelity weight: 0 restores the most, 1 keeps closest to "
@@ -88,6 +102,41 @@ class Mask:
     padding: float = _f(0.0, "share of the crop side cut from each edge of the mask", min=0.0, max=0.4)
     blur: float = _f(0.3, "feather width as a share of the crop side (feather mask only)",
                      min=0.0, max=1.0)
+    # per-side box padding in percent of the crop side (FaceFusion's --face-mask-padding); each
+    # side cuts the larger of its own value and mask.padding
+    padding_top: float = _f(0.0, "percent of the crop side cut from the top edge of the box mask "
+                            "(the larger of this and mask.padding)", min=0.0, max=100.0,
+                            keyed="unless-default")
+    padding_right: float = _f(0.0, "percent of the crop side cut from the right edge of the box "
+                              "mask", min=0.0, max=100.0, keyed="unless-default")
+    padding_bottom: float = _f(0.0, "percent of the crop side cut from the bottom edge of the box "
+                               "mask", min=0.0, max=100.0, keyed="unless-default")
+    padding_left: float = _f(0.0, "percent of the crop side cut from the left edge of the box mask",
+                             min=0.0, max=100.0, keyed="unless-default")
+    occluder: tuple[str, ...] = _f([], "occlusion mask models (manifest names: xseg_1, xseg_2, "
+                                   "xseg_3; several give their minimum): what covers the face (a "
+                                   "hand, a microphone) keeps the target's pixels; empty = off",
+                                   keyed="unless-default")
+    parser: str = _f("", "face parser for the region mask (manifest name: bisenet_resnet_18, "
+                     "bisenet_resnet_34); empty = off", keyed="unless-default")
+    regions: tuple[str, ...] = _f(list(FACE_REGIONS[:7]), "regions of the face the swap keeps "
+                                  "with mask.parser (eyebrows, eyes and lips take both sides)",
+                                  choices=FACE_REGIONS, keyed="unless-default")
+    areas: tuple[str, ...] = _f([], "landmark area mask: the swap keeps only the convex hull of "
+                                "these areas of the 68 landmarks; empty = off",
+                                choices=("upper-face", "lower-face", "mouth"),
+                                keyed="unless-default")
+
+
+@dataclass(frozen=True)
+class Landmark:
+    model: str = _f("", "68-point landmarker (manifest name: 2dfan4); its points place the crops "
+                    "when its score is above landmark.score; empty = off", keyed="unless-default")
+    score: float = _f(0.5, "the landmarker's score above which its 68 points (not the detector's "
+                      "5) place the crops", min=0.0, max=1.0, keyed="unless-default")
+    estimator: str = _f("fan_68_5", "model estimating 68 points from the detector's 5, for "
+                        "mask.areas when landmark.model is off (a manifest overlay names its "
+                        "file: docs/models.md)", keyed="unless-default")
 
 
 @dataclass(frozen=True)
@@ -162,6 +211,12 @@ class Execution:
                                max=1 << 20, keyed="never")
     trt_workspace_mb: int = _f(0, "TensorRT workspace cap in MiB (0 = from memory_strategy)", min=0,
                                max=1 << 20, keyed="never")
+    parallel_segments: int = _f(0, "segments of one render encoded at once, each with its own "
+                                "decoder and encoder, sharing the models and the frames in flight "
+                                "(0 or auto = from the cores, the encoder's threads and the "
+                                "frames in flight; 1 on a machine of fewer than 8 cores); the "
+                                "bytes are the same for every value", min=0, max=64,
+                                keyed="never", auto=0)
 
 
 @dataclass(frozen=True)
@@ -261,6 +316,7 @@ class Config:
     swap: Swap = field(default_factory=Swap)
     enhance: Enhance = field(default_factory=Enhance)
     mask: Mask = field(default_factory=Mask)
+    landmark: Landmark = field(default_factory=Landmark)
     select: Select = field(default_factory=Select)
     stabilize: Stabilize = field(default_factory=Stabilize)
     debug: Debug = field(default_factory=Debug)

@@ -46,6 +46,8 @@ def _describe(key: Key) -> str:
         parts.append(f"between {m['min']:g} and {m['max']:g}")
     if m["multiple"]:
         parts.append(f"(a multiple of {m['multiple']})")
+    if m.get("auto") is not None:
+        parts.append("or auto")
     return " ".join(parts)
 
 
@@ -74,6 +76,8 @@ def coerce(key: Key, value: Any, where: str) -> Any:
         if isinstance(value, str) and value.lower() in _TRUE | _FALSE:
             return value.lower() in _TRUE
         raise bad()
+    if m.get("auto") is not None and isinstance(value, str) and value.strip().lower() == "auto":
+        return m["auto"]
     if t is int:
         if isinstance(value, bool):
             raise bad()

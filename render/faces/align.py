@@ -6,6 +6,9 @@ import numpy as np
 
 # (x, y) as fractions of the crop side; see docs: production model contracts.
 TEMPLATES: dict[str, np.ndarray] = {
+    "arcface_112_v1": np.array([[0.35473214, 0.45658929], [0.64526786, 0.45658929],
+                                [0.50000000, 0.61154464], [0.37913393, 0.77687500],
+                                [0.62086607, 0.77687500]], dtype=np.float32),
     "arcface_112_v2": np.array([[0.34191607, 0.46157411], [0.65653393, 0.45983393],
                                 [0.50022500, 0.64050536], [0.37097589, 0.82469196],
                                 [0.63151696, 0.82325089]], dtype=np.float32),

@@ -1,8 +1,9 @@
 """Paste-back masks in crop space: a hard box and a feathered box, both with padding.
 
-A mask is a function of the aligned crops and their faces giving weights in 0..1, one
-(size, size) map shared by every crop or one per crop; the face stage combines a step's masks
-(the per-pixel minimum) and pastes each crop back through it.
+A mask is a function of the aligned crops, their faces and the crops' matrices (frame → crop)
+giving weights in 0..1, one (size, size) map shared by every crop or one per crop; the face stage
+combines a step's masks (the per-pixel minimum) and pastes each crop back through it. The model
+and landmark masks (occlusion, region, area) are in :mod:`render.masks`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from .types import Face
 
 
 class PasteMask(Protocol):
-    def __call__(self, crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+    def __call__(self, crops: np.ndarray, faces: Sequence[Face],
+                 matrices: Sequence[np.ndarray]) -> np.ndarray:
         """float32 (size, size) for every crop, or (N, size, size) one per crop."""
 
 
@@ -25,31 +27,42 @@ class StaticMask:
     def __init__(self, weights: np.ndarray) -> None:
         self.weights = weights
 
-    def __call__(self, crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+    def __call__(self, crops: np.ndarray, faces: Sequence[Face],
+                 matrices: Sequence[np.ndarray]) -> np.ndarray:
         return self.weights
 
 
-def combine(masks: Sequence[PasteMask], crops: np.ndarray, faces: Sequence[Face]) -> np.ndarray:
+def combine(masks: Sequence[PasteMask], crops: np.ndarray, faces: Sequence[Face],
+            matrices: Sequence[np.ndarray]) -> np.ndarray:
     """The per-pixel minimum of ``masks`` (a single mask's weights as they are)."""
-    weights = [m(crops, faces) for m in masks]
+    weights = [m(crops, faces, matrices) for m in masks]
     out = weights[0]
     for w in weights[1:]:
         out = np.minimum(out, w)
     return out
 
 
-def box_mask(size: int, padding: float = 0.0, feather: float = 0.0) -> np.ndarray:
+#: per-side padding in percent: top, right, bottom, left (FaceFusion's order)
+Sides = tuple[float, float, float, float]
+NO_SIDES: Sides = (0.0, 0.0, 0.0, 0.0)
+
+
+def box_mask(size: int, padding: float = 0.0, feather: float = 0.0,
+             sides: Sides = NO_SIDES) -> np.ndarray:
     """float32 (size, size) in 0..1.
 
-    ``padding`` cuts that share of the side from each edge. ``feather`` > 0 softens the edges with
-    a Gaussian whose reach is that share of the side; the mask is zero on the crop border either way,
-    so nothing outside the crop can change.
+    ``padding`` cuts that share of the side from each edge; ``sides`` (top, right, bottom, left,
+    in percent of the side, truncated to whole pixels as FaceFusion does) cut more from one edge
+    where larger. ``feather`` > 0 softens the edges with a Gaussian whose reach is that share of
+    the side; the mask is zero on the crop border either way, so nothing outside the crop can
+    change.
     """
     mask = np.zeros((size, size), np.float32)
     pad = int(round(size * padding))
     blur = int(round(size * feather * 0.5))
     inner = max(pad, blur // 2, 1)
-    mask[inner:size - inner, inner:size - inner] = 1.0
+    top, right, bottom, left = (max(inner, int(size * s / 100.0)) for s in sides)
+    mask[top:max(top, size - bottom), left:max(left, size - right)] = 1.0
     if blur > 0:
         sigma = max(blur * 0.25, 0.5)
         mask = cv2.GaussianBlur(mask, (0, 0), sigma)
@@ -58,14 +71,16 @@ def box_mask(size: int, padding: float = 0.0, feather: float = 0.0) -> np.ndarra
     return mask
 
 
-def make_mask(kind: str, size: int, padding: float, blur: float) -> np.ndarray:
+def make_mask(kind: str, size: int, padding: float, blur: float,
+              sides: Sides = NO_SIDES) -> np.ndarray:
     if kind == "box":
-        return box_mask(size, padding, 0.0)
+        return box_mask(size, padding, 0.0, sides)
     if kind == "feather":
-        return box_mask(size, padding, blur)
+        return box_mask(size, padding, blur, sides)
     raise ValueError(f"unknown mask type {kind!r}")
 
 
-def paste_masks(kind: str, size: int, padding: float, blur: float) -> list[PasteMask]:
-    """The masks ``mask.*`` asks for, for crops of ``size``."""
-    return [StaticMask(make_mask(kind, size, padding, blur))]
+def paste_masks(kind: str, size: int, padding: float, blur: float,
+                sides: Sides = NO_SIDES) -> list[PasteMask]:
+    """The box mask ``mask.*`` asks for, for crops of ``size``."""
+    return [StaticMask(make_mask(kind, size, padding, blur, sides))]

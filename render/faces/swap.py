@@ -64,7 +64,8 @@ class Swapper:
         return (e @ self.emap) / max(float(np.linalg.norm(e)), 1e-12)
 
     def swap(self, crops: np.ndarray, latent: np.ndarray) -> np.ndarray:
-        """(N,128,128,3) BGR uint8 crops → (N,128,128,3) BGR uint8, in one call."""
+        """(N,128,128,3) BGR uint8 crops → (N,128,128,3) BGR uint8, in one call; ``latent`` is
+        one (1, 512) for every crop or (N, 512), one each."""
         session = self.lazy.session
         inputs = {i.name: i for i in session.get_inputs()}
         if "target" not in inputs or "source" not in inputs:
@@ -72,7 +73,8 @@ class Swapper:
         t_dtype = input_dtype(inputs["target"].type)
         s_dtype = input_dtype(inputs["source"].type)
         n = crops.shape[0]
-        source = np.repeat(latent.reshape(1, -1), n, axis=0)
+        latent = latent.reshape(-1, latent.shape[-1])
+        source = latent if len(latent) == n else np.repeat(latent, n, axis=0)
         out = self.lazy.run({"target": unit_input(crops, t_dtype),
                              "source": source.astype(s_dtype)})[0]
         return unit_output(out)

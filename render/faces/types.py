@@ -13,6 +13,9 @@ class Face:
     box: np.ndarray      # (4,) float32 x1, y1, x2, y2
     kps: np.ndarray      # (5, 2) float32: left eye, right eye, nose tip, left and right mouth corners
     score: float
+    #: (68, 2) float32 landmarks (the landmarker's, else estimated from the 5 points) where a mask
+    #: or the alignment asks for them (``render.landmarks``), else None
+    landmarks: np.ndarray | None = None
 
     @property
     def area(self) -> float:

@@ -156,8 +156,11 @@ def cmd_fetch(keys: dict[str, str], names: list[str], manifest: Manifest, store:
             targets.append(source)
             conversions.append(source)
     unique: dict[str, ModelEntry] = {}
-    for entry in targets:
-        unique.setdefault(entry.name, entry)
+    while targets:
+        entry = targets.pop(0)
+        if entry.name not in unique:
+            unique[entry.name] = entry
+            targets += [manifest.get(need) for need in entry.needs]   # a swapper's converter
     options = dict(fetch_options or {})
 
     def bring(entry: ModelEntry) -> None:

@@ -6,7 +6,7 @@ their first call (``sessions.LazySession``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,9 @@ from ..config import Config, required_models
 from ..errors import ConfigError, ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import Embedder
+from ..landmarks.refine import FaceLandmarks, load_landmarks
+from ..masks.build import load_masks
+from ..masks.model import ModelMask
 from ..memory import StrategySettings, strategy
 from ..processors import registry
 from ..processors.base import FaceProcessor, ProcessorModel, model_row
@@ -66,12 +69,24 @@ class LoadedModels:
     embedder_entry: ModelEntry
     embedder: Embedder
     processors: list[FaceProcessor]
+    #: the occlusion and region masks (``mask.occluder``, ``mask.parser``)
+    masks: list[ModelMask] = field(default_factory=list)
+    #: the landmark step (``landmark.model``, or the estimator for ``mask.areas``), or None
+    landmarks: FaceLandmarks | None = None
+
+    def _extras(self) -> list[Any]:
+        """The mask and landmark models: anything with ``lazy``, ``model`` and ``record()``."""
+        return [*self.masks, *(self.landmarks.models if self.landmarks is not None else [])]
 
     def sessions(self) -> list[LazySession]:
-        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors)]
+        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors),
+                *(m.lazy for m in self._extras()),
+                *(m.lazy for p in self.processors for m in p.model.needs.values())]
 
     def entries(self) -> list[ModelEntry]:
-        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors)]
+        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors),
+                *(m.model.entry for m in self._extras()),
+                *(m.entry for p in self.processors for m in p.model.needs.values())]
 
     def on_cpu(self) -> bool:
         """Whether the models run on the CPU provider: the providers the chain's first session
@@ -96,7 +111,7 @@ class LoadedModels:
 
     def preload(self) -> Preload:
         """Create the face processors' sessions in the background (:class:`Preload`)."""
-        return Preload([p.lazy for p in self.processors])
+        return Preload([*(p.lazy for p in self.processors), *(m.lazy for m in self._extras())])
 
     def records(self) -> list[dict[str, Any]]:
         """The report's rows: each model with its file, SHA-256 and the providers it got."""
@@ -104,14 +119,15 @@ class LoadedModels:
                           self.detector.lazy),
                 model_row("embed", self.embedder_entry, self.store.path(self.embedder_entry),
                           self.embedder.lazy),
-                *(p.record() for p in self.processors)]
+                *(p.record() for p in self.processors), *(m.record() for m in self._extras())]
 
 
-def load_models(cfg: Config) -> LoadedModels:
-    """Verify every model ``cfg`` needs and wire detector, embedder and processors."""
+def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
+    """Verify every model ``cfg`` needs and wire detector, embedder and processors; their
+    sessions on a GPU provider run on CUDA device ``device_id`` (None: device 0)."""
     store = model_store(cfg)
     resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
-    factory = SessionFactory(cfg.execution, cfg.cache_path)
+    factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
                            on_cpu=lambda: models.on_cpu() if models is not None else
@@ -138,13 +154,26 @@ def load_models(cfg: Config) -> LoadedModels:
             _check_contract(entry, "processors", registry.contracts())
         cls = registry.processor_class(entry.contract)
         assert cls is not None
+        needs = {name: ProcessorModel(resolved[(name, "fp32")], store.path(resolved[(name, "fp32")]),
+                                      lazy(resolved[(name, "fp32")]), cfg.cache_path)
+                 for name in entry.needs}
         processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),
-                                                   cfg.cache_path)))
+                                                   cfg.cache_path, needs)))
     if not processors:
         raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
                           f"(enhance runs only with enhance.enabled=true)")
+
+    def entry_for(key: str, name: str, allowed: frozenset[str]) -> ModelEntry:
+        entry = resolved[(name, "fp32")]
+        _check_contract(entry, key, allowed)
+        return entry
+
+    def model_for(entry: ModelEntry) -> ProcessorModel:
+        return ProcessorModel(entry, store.path(entry), lazy(entry), cfg.cache_path)
+
     models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=strategy(cfg.execution),
                           threads=threads, detector_entry=detector_entry, detector=detector,
                           embedder_entry=embedder_entry, embedder=Embedder(lazy(embedder_entry)),
-                          processors=processors)
+                          processors=processors, masks=load_masks(cfg, entry_for, model_for),
+                          landmarks=load_landmarks(cfg, entry_for, model_for))
     return models

@@ -25,6 +25,7 @@ Format (``version: 1``)::
         source: OTHER              # converted models: the entry they were made from
         source_sha256: <64 hex>
         converter: "onnxconverter-common 1.16.0"
+        needs: [OTHER]             # models it cannot run without (simswap: its crossface converter)
         note: free text
 """
 from __future__ import annotations
@@ -55,21 +56,30 @@ CONTRACTS = (
     "detector-yoloface",
     "embedder-arcface",
     "swapper-inswapper",
+    "swapper-hyperswap",
+    "swapper-simswap",
+    "swapper-simswap-unofficial",
+    "swapper-ghost",
+    "swapper-blendswap",
+    "swapper-uniface",
+    "converter-crossface",
     "enhancer-gfpgan",
     "enhancer-codeformer",
     "enhancer-gpen",
+    "enhancer-restoreformer",
     "occluder-xseg",
     "parser-bisenet",
     "landmarker-2dfan4",
+    "landmarker-fan-68-5",
 )
-TEMPLATES = ("arcface_112_v2", "arcface_128", "ffhq_512")
+TEMPLATES = ("arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512")
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _KEYS = {
     "file", "sha256", "size", "urls", "licence", "commercial_use", "contract", "template",
     "input_size", "precision", "variants", "confirmed", "source", "source_sha256", "converter",
-    "note",
+    "needs", "note",
 }
 _REQUIRED = ("file", "sha256", "licence", "contract")
 
@@ -94,6 +104,8 @@ class ModelEntry:
     source: str | None = None
     source_sha256: str | None = None
     converter: str | None = None
+    #: the models this one cannot run without (fp32 manifest names), verified and fetched with it
+    needs: tuple[str, ...] = ()
     note: str | None = None
     origin: Path | None = None
 
@@ -112,6 +124,8 @@ class ModelEntry:
             out["variants"] = dict(self.variants)
         if not self.confirmed:
             out["confirmed"] = False
+        if self.needs:
+            out["needs"] = list(self.needs)
         for key in ("source", "source_sha256", "converter", "note"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -261,6 +275,12 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
     confirmed = raw.get("confirmed", True)
     if not isinstance(confirmed, bool):
         raise _bad(path, name, "confirmed", "must be true or false")
+    needs = raw.get("needs") or []
+    if isinstance(needs, str):
+        needs = [needs]
+    if not isinstance(needs, list) or not all(isinstance(n, str) and _NAME_RE.match(n)
+                                              for n in needs):
+        raise _bad(path, name, "needs", "must be a list of model names")
     source_sha = raw.get("source_sha256")
     if source_sha is not None:
         source_sha = str(source_sha).strip().lower()
@@ -271,8 +291,8 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
         licence=str(raw["licence"]).strip(), commercial_use=commercial, contract=contract,
         template=template, input_size=input_size, precision=precision,
         variants=dict(variants), confirmed=confirmed, source=string("source"),
-        source_sha256=source_sha, converter=string("converter"), note=string("note"),
-        origin=path,
+        source_sha256=source_sha, converter=string("converter"), needs=tuple(needs),
+        note=string("note"), origin=path,
     )
 
 
@@ -330,6 +350,10 @@ def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
             if target not in entries:
                 raise _bad(entry.origin or Path("?"), entry.name, f"variants.{precision}",
                            f"names {target!r}, which no manifest defines")
+        for need in entry.needs:
+            if need not in entries:
+                raise _bad(entry.origin or Path("?"), entry.name, "needs",
+                           f"names {need!r}, which no manifest defines")
     return Manifest(entries, seen)
 
 

@@ -170,10 +170,16 @@ class ModelStore:
         return entry.sha256
 
     def verify_required(self, required: Iterable[tuple[str, str]]) -> dict[tuple[str, str], ModelEntry]:
-        """Resolve and verify each (name, precision); the renderer calls this before decoding."""
+        """Resolve and verify each (name, precision) and the models each one needs (``needs``,
+        as (name, "fp32")); the renderer calls this before decoding."""
         out: dict[tuple[str, str], ModelEntry] = {}
-        for name, precision in required:
+        todo = list(required)
+        while todo:
+            name, precision = todo.pop(0)
+            if (name, precision) in out:
+                continue
             entry = self.manifest.resolve(name, precision)
             self.verify(entry)
             out[(name, precision)] = entry
+            todo += [(need, "fp32") for need in entry.needs]
         return out

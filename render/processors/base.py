@@ -1,9 +1,9 @@
 """What a face processor is: a model over aligned crops, and how the face stage calls it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -24,6 +24,8 @@ class ProcessorModel:
     path: Path
     lazy: LazySession
     cache_dir: Path
+    #: the models its manifest entry ``needs`` (a swapper's embedding converter), by name
+    needs: Mapping[str, "ProcessorModel"] = field(default_factory=dict)
 
 
 class FaceProcessor:
@@ -33,6 +35,8 @@ class FaceProcessor:
     contracts: tuple[str, ...] = ()
     template: str = ""
     size: int = 0
+    #: the processor takes the source image and its face (:meth:`bind_face`), not the embedding
+    takes_source_image = False
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         self.step = step
@@ -53,17 +57,31 @@ class FaceProcessor:
         shape = self.lazy.session.get_inputs()[0].shape
         return None if accepts_batch(shape) else int(shape[0])
 
+    def crop_size(self, kps: np.ndarray) -> int:
+        """The side of the crop this processor takes for a face with key points ``kps``; the
+        same ``size`` for every face unless the processor chooses per face."""
+        return self.size
+
     def bind(self, source: np.ndarray) -> CropsFn:
         """The call for one render, given the source face's raw embedding; processors that do not
         use the source face keep the default."""
         return self.run
 
+    def bind_face(self, image: np.ndarray, face: Any) -> CropsFn:
+        """The call for one render, given the source image and its chosen face (processors with
+        ``takes_source_image``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not take the source image")
+
     def run(self, crops: np.ndarray) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")
 
     def record(self) -> dict[str, Any]:
-        """The report's row for this step."""
-        return model_row(self.name, self.model.entry, self.model.path, self.lazy)
+        """The report's row for this step (with the rows of the models it needs)."""
+        row = model_row(self.name, self.model.entry, self.model.path, self.lazy)
+        if self.model.needs:
+            row["needs"] = [model_row(f"{self.name}-{name}", m.entry, m.path, m.lazy)
+                            for name, m in self.model.needs.items()]
+        return row
 
 
 def model_row(role: str, entry: ModelEntry, path: Path, lazy: LazySession) -> dict[str, Any]:

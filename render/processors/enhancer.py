@@ -1,4 +1,4 @@
-"""The face enhancers (GFPGAN, CodeFormer, GPEN) as a face processor: the crop's template and size
+"""The face enhancers (GFPGAN, CodeFormer, GPEN, RestoreFormer++) as a face processor: the crop's template and size
 come from the model's manifest entry (GPEN-BFR 256 uses arcface_128 at 256 px); ``blend`` and
 CodeFormer's ``weight`` from the step's section (``enhance.blend``, ``enhance.weight``)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ DEFAULT_WEIGHT = 0.5
 
 
 class FaceEnhancer(FaceProcessor):
-    contracts = ("enhancer-gfpgan", "enhancer-codeformer", "enhancer-gpen")
+    contracts = ("enhancer-gfpgan", "enhancer-codeformer", "enhancer-gpen", "enhancer-restoreformer")
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         super().__init__(step, model)

@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..faces.swap import Swapper, load_emap
-from .base import CropsFn, FaceProcessor, ProcessorModel
+from .base import ProcessorModel
 from .steps import Step
+from .swapper import SwapperProcessor
 
 
-class InswapperProcessor(FaceProcessor):
+class InswapperProcessor(SwapperProcessor):
     contracts = ("swapper-inswapper",)
     template = Swapper.template
     size = Swapper.size
@@ -18,6 +19,8 @@ class InswapperProcessor(FaceProcessor):
         emap = load_emap(model.path, model.entry.sha256, model.cache_dir)
         self.swapper = Swapper(model.lazy, emap)
 
-    def bind(self, source: np.ndarray) -> CropsFn:
-        latent = self.swapper.latent(source)
-        return lambda crops: self.swapper.swap(crops, latent)
+    def prepare_source(self, embedding: np.ndarray) -> np.ndarray:
+        return self.swapper.latent(embedding)
+
+    def forward(self, tiles: np.ndarray, sources: np.ndarray) -> np.ndarray:
+        return self.swapper.swap(tiles, sources)

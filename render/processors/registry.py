@@ -14,9 +14,16 @@ if TYPE_CHECKING:
 #: the processors that ship: contract → "module:Class" (relative to this package)
 BUILT_IN: dict[str, str] = {
     "swapper-inswapper": ".inswapper:InswapperProcessor",
+    "swapper-hyperswap": ".embedding_swapper:EmbeddingSwapper",
+    "swapper-simswap": ".embedding_swapper:EmbeddingSwapper",
+    "swapper-simswap-unofficial": ".embedding_swapper:EmbeddingSwapper",
+    "swapper-ghost": ".embedding_swapper:EmbeddingSwapper",
+    "swapper-blendswap": ".image_swapper:ImageSwapper",
+    "swapper-uniface": ".image_swapper:ImageSwapper",
     "enhancer-gfpgan": ".enhancer:FaceEnhancer",
     "enhancer-codeformer": ".enhancer:FaceEnhancer",
     "enhancer-gpen": ".enhancer:FaceEnhancer",
+    "enhancer-restoreformer": ".enhancer:FaceEnhancer",
 }
 
 _added: dict[str, type[FaceProcessor]] = {}

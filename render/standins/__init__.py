@@ -12,6 +12,9 @@ ONNX graphs with the production files' exact I/O contracts (``shared/docs/models
     all five files plus ``dir/manifest.yaml`` (entries named like the production models); returns
     the manifest's ``models`` mapping (``manifest``).
 
+``render.standins.quality`` holds the mask and landmark stand-ins (xseg, bisenet, 2dfan4,
+fan_68_5), each with an answer a test can predict.
+
 ``render.standins.media`` generates clips and images with faces the SCRFD stand-in finds, and reads
 media back for checks. Every build is byte-deterministic: renders' bytes and job keys depend on it.
 """

@@ -11,7 +11,8 @@ from ..spool import FINAL, Job
 from ..work import describe_progress
 from .wording import for_student
 
-PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s")
+PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s",
+                 "device")
 
 
 def iso(ts: float | None) -> str | None:
