@@ -1,8 +1,9 @@
-"""The face stage: detect → select → for each face processor of the chain: align → run → paste.
+"""The face stage: detect → tracks → select → (the face window: fill, stabilise) → for each face
+processor of the chain: align → run → paste.
 
-Finding the faces (detect, track, select) carries state from frame to frame, so it runs in
-order; running the chain touches only its own batch of frames (``pipeline.stream`` may run it
-on a lane thread). A frame without a selected face goes through untouched.
+Finding the faces (detect, track, select, the window) carries state from frame to frame, so it
+runs in order; running the chain touches only its own batch of frames (``pipeline.stream`` may
+run it on a lane thread). A frame without a selected face goes through untouched.
 """
 from __future__ import annotations
 
