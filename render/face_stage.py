@@ -1,8 +1,9 @@
-"""The face stage: detect → select → for each face processor of the chain: align → run → paste.
+"""The face stage: detect → tracks → select → (the face window: fill, stabilise) → for each face
+processor of the chain: align → run → paste.
 
-Finding the faces (detect, track, select) carries state from frame to frame, so it runs in
-order; running the chain touches only its own batch of frames (``pipeline.stream`` may run it
-on a lane thread). A frame without a selected face goes through untouched.
+Finding the faces (detect, track, select, the window) carries state from frame to frame, so it
+runs in order; running the chain touches only its own batch of frames (``pipeline.stream`` may
+run it on a lane thread). A frame without a selected face goes through untouched.
 """
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from .faces.mask import PasteMask, combine
 from .faces.select import ReferenceTracks, select_faces
 from .faces.types import Face
 from .masks.build import step_masks
-from .models.load import LoadedModels
 from .face_debug import FaceDebug
 from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
 from .faces.tracks import TrackLinker, TrackSelection
+from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, run_batched, timed
 from .processors.base import FaceProcessor
 from .source_face import SourceFaces
@@ -206,11 +207,21 @@ class FaceStage:
         return [TrackFace(tid, face, DETECTED, tid in self._selected)
                 for tid, face in zip(ids, faces)]
 
-    def _push(self, frame: np.ndarray) -> list[FrameFaces]:
-        if self.tracks is not None:
-            return self._window.push(frame, self._track_faces(frame))
-        faces = [TrackFace(k, face, DETECTED, True) for k, face in enumerate(self._faces(frame))]
-        return self._window.push(frame, faces)
+    def _found(self, frames: list[np.ndarray]) -> list[list[TrackFace]]:
+        """Each frame's faces, in frame order. With tracks the selected ones get the landmark
+        step's points here, before they wait in the window, so the points stabilised are those
+        the alignment uses (without tracks the step runs with the chain, in ``swap``)."""
+        if self.tracks is None:
+            return [[TrackFace(k, face, DETECTED, True) for k, face in enumerate(self._faces(f))]
+                    for f in frames]
+        found = [self._track_faces(frame) for frame in frames]
+        if self.landmarks is not None:
+            chosen = [(k, tf) for k, faces in enumerate(found) for tf in faces if tf.selected]
+            refined = timed(self.times, "landmark", self.landmarks, frames,
+                            [(k, tf.raw) for k, tf in chosen])
+            for (_, tf), (_, face) in zip(chosen, refined):
+                tf.raw = face
+        return found
 
     def _hand_on(self, entries: list[FrameFaces]) -> Ready:
         """The frames of ``entries`` to write (pre-roll and look-ahead dropped) and their swaps."""
@@ -291,7 +302,8 @@ class FaceStage:
         carry state between frames); returns the frames that may be written now and the rest of
         their work (the chain and the paste back, in place), which touches only those frames
         and may run on another thread."""
-        return self._hand_on([e for frame in frames for e in self._push(frame)])
+        return self._hand_on([e for frame, faces in zip(frames, self._found(frames))
+                              for e in self._window.push(frame, faces)])
 
     def finish(self) -> Ready:
         """The frames still held back at the end of the input, and their work."""
@@ -309,7 +321,7 @@ class FaceStage:
         """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
         step, when on, which may move the points the crops are placed by). The faces' identities
         are taken first, from the frames as decoded, when a step asks for them."""
-        if self.landmarks is not None:
+        if self.landmarks is not None and self.tracks is None:   # with tracks: in _found
             faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         identities = None
         if self.embed is not None and any(getattr(s.processor, "needs_target_identity", False)

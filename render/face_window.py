@@ -11,13 +11,14 @@ ended (``render.faces.tracks``), so nothing after it is invented.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from .faces.stabilize import FaceFilter, local_linear
+from .faces.stabilize import FaceFilter, face_points, local_linear, with_points
 from .faces.types import Face
 
 DETECTED, TRACKED, FILLED = "detected", "tracked", "filled"
@@ -43,10 +44,14 @@ class FrameFaces:
 
 
 def interpolate(a: Face, b: Face, t: float) -> Face:
-    """The face a share ``t`` of the way from ``a`` to ``b`` (points and box linearly)."""
-    return Face(box=((1 - t) * a.box + t * b.box).astype(np.float32),
-                kps=((1 - t) * a.kps + t * b.kps).astype(np.float32),
-                score=min(a.score, b.score))
+    """The face a share ``t`` of the way from ``a`` to ``b`` (every point linearly; landmarks
+    where both have them)."""
+    pa, pb = face_points(a), face_points(b)
+    if len(pa) != len(pb):
+        pa, pb = pa[:7], pb[:7]
+        a = dataclasses.replace(a, landmarks=None)
+    return dataclasses.replace(with_points(a, (1 - t) * pa + t * pb),
+                               score=min(a.score, b.score))
 
 
 class FaceWindow:
@@ -110,10 +115,11 @@ class FaceWindow:
         near += [(w.index, w.faces[tid].raw) for w in self._waiting
                  if tid in w.faces and w.index - entry.index <= self.window]
         history.append((entry.index, face))
+        count = len(face_points(face))
+        near = [(i, face_points(f)) for i, f in near if len(face_points(f)) == count]
         times = np.array([i for i, _ in near], np.float64)
-        points = np.stack([np.concatenate([f.kps, f.box.reshape(2, 2)]) for _, f in near])
-        fit = local_linear(times, points, entry.index).astype(np.float32)
-        return Face(box=fit[5:].reshape(4), kps=fit[:5], score=face.score)
+        fit = local_linear(times, np.stack([p for _, p in near]), entry.index)
+        return with_points(face, fit)
 
     def _release(self, entry: FrameFaces) -> FrameFaces:
         """Run the faces of a leaving frame through their tracks' centred line and filter."""

@@ -97,6 +97,32 @@ def test_selection_one_holds_its_track_until_another_face_is_clearly_larger():
     assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0, 1, 5}
 
 
+def test_selection_reference_decides_once_per_track():
+    """mode=reference on tracks: a face is embedded when its track starts and every
+    ``embed_every`` detections; the decision holds for the track, also in frames it is missed."""
+    from render.faces.select import ReferenceTracks
+
+    reference = np.array([1.0, 0.0])
+    like, unlike = np.array([1.0, 0.05]), np.array([0.0, 1.0])
+    calls = []
+
+    def embed(frame, face):
+        calls.append(float(face.box[0]))
+        return like if face.box[0] < 250 else unlike
+
+    select = TrackSelection("reference", ReferenceTracks(embed, reference, distance=0.6, every=5,
+                                                         margin=0.1))
+    frame = np.zeros((8, 8, 3), np.uint8)
+    a, b = face_at(100, 100), face_at(400, 100)
+    for _ in range(4):
+        assert select(frame, [a, b], [0, 1], {0, 1}) == {0}
+    assert len(calls) == 2                                        # once per track
+    assert select(frame, [b], [1], {0, 1}) == {0}                 # track 0 missed: still chosen
+    select(frame, [a, b], [0, 1], {0, 1})     # track 1's 6th detection, track 0's 5th
+    assert calls[2:] == [float(b.box[0])]                         # 5 after its embedding
+    assert select(frame, [b], [1], {1}) == set()                  # track 0 ended
+
+
 # -- the window -----------------------------------------------------------------------------------
 def _push_all(window, per_frame):
     out = []
@@ -217,6 +243,41 @@ def test_faces_followed_between_detections_stay_in_their_track():
     assert [e.faces[0].how for e in seen] == ["detected", "tracked", "tracked"] * 4
     assert all(sorted(e.faces) == [0] and e.faces[0].selected for e in seen)
     assert stage.times.frames_touched == 12
+
+
+def test_with_landmarks_the_window_stabilises_the_points_alignment_uses():
+    """The landmark step runs on each selected face before the window (once, not again in the
+    chain), so the 68 points and the 5 taken from them are filled and smoothed like the rest."""
+    import dataclasses
+
+    calls = []
+    rng = np.random.default_rng(7)
+
+    def landmarks(frames, faces):
+        calls.append(len(faces))
+        out = []
+        for i, face in faces:
+            noisy = face.kps + rng.normal(0, 1.0, face.kps.shape).astype(np.float32)
+            points = np.repeat(noisy, 14, axis=0)[:68]
+            out.append((i, dataclasses.replace(face, kps=noisy, landmarks=points)))
+        return out
+
+    schedule = lambda i: [] if i == 6 else [face_at(300, 120, 120)]   # noqa: E731
+    seen = []
+    debug = FaceDebug(None, overlay=False)
+    debug.frames = lambda entries, first, chain: seen.extend(entries)      # noqa: E731
+    stage = _stage(schedule, debug=debug)
+    stage.landmarks = landmarks
+    frames = _frames(16)
+    stage.process(frames)
+    assert sum(calls) == 15                                          # frame 6: filled instead
+    used = [e.faces[0].used for e in seen]
+    assert all(u.landmarks is not None and u.landmarks.shape == (68, 2) for u in used)
+    assert seen[6].faces[0].how == "filled"
+    raw = np.array([e.faces[0].raw.landmarks for e in seen])
+    smooth = np.array([u.landmarks for u in used])
+    assert np.diff(smooth[4:], 2, axis=0).std() < np.diff(raw[4:], 2, axis=0).std() / 3
+    assert _swapped(frames) == [1] * 16
 
 
 def _run(stage, frames, *, lanes=1, in_flight=4, preroll=0, count=None, start=0):

@@ -157,9 +157,9 @@ class Select:
 
 @dataclass(frozen=True)
 class Stabilize:
-    enabled: bool = _f(False, "link faces into tracks, smooth each track's key points with a "
-                       "One-Euro filter before aligning, fill short misses; every segment is "
-                       "decoded with a pre-roll and a look-ahead (docs/stabilize.md)",
+    enabled: bool = _f(False, "link faces into tracks, smooth each track's key points (a centred "
+                       "line, then a One-Euro filter) before aligning, fill short misses; every "
+                       "segment is decoded with a pre-roll and a look-ahead (docs/stabilize.md)",
                        keyed="unless-default")
     min_cutoff: float = _f(0.05, "the filter's cutoff for a still face, in cycles per frame "
                            "(lower = steadier)", min=0.001, max=0.5, keyed="unless-default")
@@ -180,7 +180,7 @@ class Stabilize:
 
 @dataclass(frozen=True)
 class Debug:
-    faces: str = _f("", "write every frame's face tracks (boxes, raw and used key points, how "
+    faces: str = _f("", "append every frame's face tracks (boxes, raw and used key points, how "
                     "each was found, the crop transform) to this JSON Lines file", keyed="never")
     overlay: bool = _f(False, "draw boxes, key points and track ids into the output instead of "
                        "swapping", keyed="unless-default")

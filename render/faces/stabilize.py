@@ -14,12 +14,13 @@ and the points follow with little lag. Time is counted in frames (cutoffs in cyc
 positions in face widths (the width of the first box the filter saw), so the same parameters
 hold for any resolution.
 
-The filter runs on the 5 key points and the box's two corners of one track, each point with its
-own speed. Its state starts from the first face it is given: a segment gets the same state
+The filter runs on the 5 key points, the box's two corners and the 68 landmarks where the face
+has them (the points alignment and the masks use), each point with its own speed. Its state starts from the first face it is given: a segment gets the same state
 whoever renders it, because it is always fed from the same first frame (the plan's pre-roll).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -32,6 +33,22 @@ def smoothing(cutoff: np.ndarray | float) -> np.ndarray | float:
     sampled once per frame."""
     tau = 1.0 / (2.0 * math.pi * np.maximum(cutoff, 1e-9))
     return 1.0 / (1.0 + tau)
+
+
+def face_points(face: Face) -> np.ndarray:
+    """The points stabilisation moves, as one (N, 2) array: the 5 key points, the box's two
+    corners and, where the face has them (the landmark step), its 68 landmarks."""
+    parts = [face.kps.reshape(-1, 2), face.box.reshape(2, 2)]
+    if face.landmarks is not None:
+        parts.append(face.landmarks.reshape(-1, 2))
+    return np.concatenate(parts).astype(np.float64)
+
+
+def with_points(face: Face, points: np.ndarray) -> Face:
+    """``face`` with the points of :func:`face_points` replaced by ``points``."""
+    p = np.asarray(points, np.float32)
+    return dataclasses.replace(face, kps=p[:5], box=p[5:7].reshape(4),
+                               landmarks=p[7:] if face.landmarks is not None else None)
 
 
 def local_linear(times: np.ndarray, values: np.ndarray, at: float) -> np.ndarray:
@@ -72,13 +89,18 @@ class OneEuro:
 
 
 class FaceFilter:
-    """One track's filter: a face in, the face with its key points and box smoothed out."""
+    """One track's filter: a face in, the face with its points (:func:`face_points`) smoothed
+    out. A face with other points than the last (landmarks that came or went) starts the filter
+    afresh from itself."""
 
     def __init__(self, first: Face, *, min_cutoff: float, beta: float, d_cutoff: float) -> None:
-        width = float(first.box[2] - first.box[0])
-        self._filter = OneEuro(min_cutoff=min_cutoff, beta=beta, d_cutoff=d_cutoff, scale=width)
+        self._params = {"min_cutoff": min_cutoff, "beta": beta, "d_cutoff": d_cutoff,
+                        "scale": float(first.box[2] - first.box[0])}
+        self._filter = OneEuro(**self._params)
+        self._count = len(face_points(first))
 
     def __call__(self, face: Face) -> Face:
-        points = np.concatenate([face.kps.reshape(-1, 2), face.box.reshape(2, 2)])
-        out = self._filter(points).astype(np.float32)
-        return Face(box=out[5:].reshape(4), kps=out[:5], score=face.score)
+        points = face_points(face)
+        if len(points) != self._count:
+            self._filter, self._count = OneEuro(**self._params), len(points)
+        return with_points(face, self._filter(points))
