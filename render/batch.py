@@ -14,7 +14,8 @@ from .errors import MediaError, RenderError, RenderFailed, UsageError
 from .work_folder import AlreadyDone
 from .interrupts import StopToken
 from .jobs import Job, plan_jobs
-from .lock import DeviceLock, detect_devices, lock_needed
+from .devices import detect_devices
+from .lock import DeviceLock, lock_needed
 from .renderer import Renderer, RenderResult
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from render.lock import DeviceLock, LockTimeout, detect_devices  # noqa: E402
+from render.devices import detect_devices  # noqa: E402
+from render.lock import DeviceLock, LockTimeout  # noqa: E402
 
 
 def main() -> int:

@@ -15,8 +15,8 @@ import pytest
 
 from render.errors import RenderFailed
 from render.gpus import pick_gpu
-from render.lock import (Device, DeviceLock, LockTimeout, detect_device, detect_devices, holders,
-                         lock_needed, lock_path)
+from render.devices import Device, detect_device, detect_devices
+from render.lock import DeviceLock, LockTimeout, holders, lock_needed, lock_path
 
 HELPER = Path(__file__).resolve().parent / "lock_holder.py"
 
