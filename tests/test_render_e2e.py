@@ -114,7 +114,8 @@ def test_image_target(workdir, standin_models):
     assert a.shape == b.shape
     inside, outside = _region_masks(a.shape, target.boxes)
     d = _diff(a, b)
-    assert d[inside].mean() > 8 and d[outside].max() == 0    # png: lossless outside the face
+    # colour match (on in moderate) pulls the stand-in's tint back toward the target's colours
+    assert d[inside].mean() > 5 and d[outside].max() == 0    # png: lossless outside the face
 
 
 def test_folder_mode_renders_everything_in_input_dir(workdir, standin_models):
