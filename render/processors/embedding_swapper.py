@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
-from ..faces.blob import to_bgr_nhwc, to_rgb_nchw
 from ..faces.embed import normalise
 from .base import ProcessorModel
 from .steps import Step
@@ -68,11 +67,6 @@ class EmbeddingSwapper(SwapperProcessor):
         return normalise(e) if self.convention.normalised_source else e
 
     def forward(self, tiles: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        x = to_rgb_nchw(tiles).astype(np.float32) / np.float32(255.0)
-        x = (x - self._mean) / self._std
-        y = np.asarray(self.lazy.run({"target": x, "source": sources.astype(np.float32)})[0],
-                       np.float32)
-        if self.convention.signed_output:
-            y = y * np.float32(0.5) + np.float32(0.5)
-        y = np.rint(np.clip(y, 0.0, 1.0) * np.float32(255.0)).astype(np.uint8)
-        return to_bgr_nhwc(y)
+        x = self.crop_input(tiles, self._mean, self._std)
+        y = self.lazy.run({"target": x, "source": sources.astype(np.float32)})[0]
+        return self.crop_output(y, self.convention.signed_output)

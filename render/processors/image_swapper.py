@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..faces import align
-from ..faces.blob import to_bgr_nhwc, to_rgb_nchw
+from ..faces.blob import to_rgb_nchw
 from .base import ProcessorModel
 from .steps import Step
 from .swapper import SwapperProcessor
@@ -55,11 +55,7 @@ class ImageSwapper(SwapperProcessor):
         return self.bound(to_rgb_nchw(warped).astype(np.float32) / np.float32(255.0))
 
     def forward(self, tiles: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        x = to_rgb_nchw(tiles).astype(np.float32) / np.float32(255.0)
-        if self.source_crop.signed_target:
-            x = (x - np.float32(0.5)) / np.float32(0.5)
-        y = np.asarray(self.lazy.run({"target": x, "source": sources.astype(np.float32)})[0],
-                       np.float32)
-        if self.source_crop.signed_target:
-            y = y * np.float32(0.5) + np.float32(0.5)
-        return to_bgr_nhwc(np.rint(np.clip(y, 0.0, 1.0) * np.float32(255.0)).astype(np.uint8))
+        signed = self.source_crop.signed_target
+        x = self.crop_input(tiles, 0.5 if signed else 0.0, 0.5 if signed else 1.0)
+        y = self.lazy.run({"target": x, "source": sources.astype(np.float32)})[0]
+        return self.crop_output(y, signed)

@@ -19,6 +19,8 @@ import numpy as np
 
 from .base import FaceProcessor, ProcessorModel
 from ..faces import align
+from ..faces.blob import to_bgr_nhwc, to_rgb_nchw
+from ..pipeline import run_batched
 from .pixel_boost import auto_size, boost_size, explode, implode
 from .steps import Step
 
@@ -71,6 +73,21 @@ class SwapperProcessor(FaceProcessor):
         within the model's batch)."""
         raise NotImplementedError
 
+    @staticmethod
+    def crop_input(tiles: np.ndarray, mean: np.ndarray | float, std: np.ndarray | float
+                   ) -> np.ndarray:
+        """BGR uint8 tiles → float32 RGB NCHW (x/255 − mean) / std (the contract's normalisation)."""
+        x = to_rgb_nchw(tiles).astype(np.float32) / np.float32(255.0)
+        return (x - np.float32(mean)) / np.float32(std)
+
+    @staticmethod
+    def crop_output(y: np.ndarray, signed: bool) -> np.ndarray:
+        """A model's RGB NCHW output (in −1..1 when ``signed``, else 0..1) → BGR uint8 tiles."""
+        y = np.asarray(y, np.float32)
+        if signed:
+            y = y * np.float32(0.5) + np.float32(0.5)
+        return to_bgr_nhwc(np.rint(np.clip(y, 0.0, 1.0) * np.float32(255.0)).astype(np.uint8))
+
     # -- the chain's call ------------------------------------------------------------------------
     def bind(self, source: np.ndarray) -> Any:
         return self.bound(self.prepare_source(source).astype(np.float32).reshape(1, -1))
@@ -81,7 +98,9 @@ class SwapperProcessor(FaceProcessor):
             n = crops.shape[1] // self.native
             sources = self.balance(prepared, targets, len(crops))
             tiles = implode(crops, n)
-            out = self._batched(tiles, np.repeat(sources, n * n, axis=0))
+            # the stage batched the crops; their n² tiles go through within the model's batch
+            out = run_batched(self.forward, tiles, len(tiles), self.max_batch,
+                              np.repeat(sources, n * n, axis=0))
             return explode(out, n)
         return run
 
@@ -95,13 +114,6 @@ class SwapperProcessor(FaceProcessor):
         if self.normalise_target:
             t = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
         return (prepared * np.float32(1.0 - f) + t * np.float32(f)).astype(np.float32)
-
-    def _batched(self, tiles: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        step = self.max_batch or len(tiles)
-        if step >= len(tiles):
-            return self.forward(tiles, sources)
-        return np.concatenate([self.forward(tiles[i:i + step], sources[i:i + step])
-                               for i in range(0, len(tiles), step)])
 
     def record(self) -> dict[str, Any]:
         row = super().record()
