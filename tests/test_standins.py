@@ -456,3 +456,20 @@ def test_weights_padded_to_a_real_size_keep_outputs_and_scale_with_the_batch(tmp
         models = standins.write_standins(tmp_path / "set", yunet=yunet)
         assert models["yunet"]["contract"] == "detector-yunet"
         assert (tmp_path / "set" / models["yunet"]["file"]).read_bytes() == yunet.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["hyperswap_1a_256", "xseg_1", "bisenet_resnet_34", "2dfan4"])
+def test_quality_standins_with_a_real_cost_keep_their_answers(tmp_path, name):
+    """The cost knobs of the quality tools' stand-ins (the realistic bench set) add weights of the
+    asked size and leave every output bit-identical."""
+    plain = standins.write_standins(tmp_path / "plain")[name]
+    heavy = standins.write_standins(tmp_path / "heavy", gflops={name: 0.2},
+                                    weights_mb={name: 3})[name]
+    assert heavy["size"] - plain["size"] >= 3 * 2**20
+    a = _session(tmp_path / "plain" / plain["file"])
+    b = _session(tmp_path / "heavy" / heavy["file"])
+    rs = np.random.RandomState(7)
+    feeds = {i.name: (rs.uniform(0, 1, i.shape) if i.name != "source"
+                      else rs.standard_normal(i.shape)).astype(np.float32) for i in a.get_inputs()}
+    for x, y in zip(a.run(None, feeds), b.run(None, feeds)):
+        np.testing.assert_array_equal(x, y)

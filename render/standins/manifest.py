@@ -79,13 +79,19 @@ def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
     """Write the stand-in models and ``dir/manifest.yaml``; return the manifest's ``models`` mapping.
 
     Knobs take a single value for every model that supports them, or a mapping from entry name
-    (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``)
-    to a value: ``gflops`` and ``weights_mb`` (all models; see ``_dummy_zero``), ``null`` and
-    ``dynamic_batch`` (swappers and enhancer). ``yunet``: a real YuNet file (``shared/models``),
+    (``scrfd_2.5g``, ``arcface_w600k_r50``, ``inswapper_128``, ``inswapper_128_fp16``, ``gfpgan_1.4``,
+    ``hyperswap_1a_256``, ``xseg_1``, ``bisenet_resnet_34``, ``2dfan4``) to a value: ``gflops`` and
+    ``weights_mb`` (all models; see ``graph.dummy_zero``), ``null`` (swappers and enhancer) and
+    ``dynamic_batch`` (inswapper and enhancer). ``yunet``: a real YuNet file (``shared/models``),
     copied in as the manifest entry ``yunet`` (``detect.model=yunet``).
     """
     d = Path(dir)
     d.mkdir(parents=True, exist_ok=True)
+
+    def cost(name: str) -> dict[str, float]:
+        return {"gflops": float(_knob(gflops, name, 0.0)),
+                "weights_mb": float(_knob(weights_mb, name, 0.0))}
+
     builders = {
         "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0)),
                                            weights_mb=float(_knob(weights_mb, "scrfd_2.5g", 0.0))),
@@ -106,10 +112,11 @@ def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
             gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False)),
             weights_mb=float(_knob(weights_mb, "gfpgan_1.4", 0.0))),
         "hyperswap_1a_256": lambda p: make_embedding_swapper(
-            p, size=256, mode="identity" if _knob(null, "hyperswap_1a_256", False) else "source"),
-        "xseg_1": make_xseg,
-        "bisenet_resnet_34": lambda p: make_bisenet(p, PARSER_CELLS),
-        "2dfan4": make_2dfan4,
+            p, size=256, mode="identity" if _knob(null, "hyperswap_1a_256", False) else "source",
+            **cost("hyperswap_1a_256")),
+        "xseg_1": lambda p: make_xseg(p, **cost("xseg_1")),
+        "bisenet_resnet_34": lambda p: make_bisenet(p, PARSER_CELLS, **cost("bisenet_resnet_34")),
+        "2dfan4": lambda p: make_2dfan4(p, **cost("2dfan4")),
     }
     models: dict[str, dict] = {}
     for name, build in builders.items():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from render.standins.graph import Graph, PathLike, finish
+from render.standins.graph import Graph, PathLike, dummy_zero, finish
 
 FFHQ_512 = np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813],
                      [0.50123859, 0.61331904], [0.39308822, 0.72541100],
@@ -57,8 +57,24 @@ def _face_68() -> np.ndarray:
 FACE_68 = _face_68()
 
 
-def make_xseg(path: PathLike) -> None:
+def _cost(g: Graph, gflops: float, weights_mb: float) -> str | None:
+    """Emulated cost and weights (``graph.dummy_zero``) on ``input``: a scalar 0, or None."""
+    return dummy_zero(g, "input", TensorProto.FLOAT, gflops, weights_mb)
+
+
+def _output(g: Graph, zero: str | None, name: str) -> str:
+    """The name the final op writes: ``name`` itself, or a tensor ``zero`` is added to after."""
+    return name if zero is None else g.name(f"{name}_pre")
+
+
+def _add_zero(g: Graph, zero: str | None, pre: str, name: str) -> None:
+    if zero is not None:
+        g.op("Add", [pre, zero], output=name)
+
+
+def make_xseg(path: PathLike, *, gflops: float = 0.0, weights_mb: float = 0.0) -> None:
     g = Graph("xseg")
+    zero = _cost(g, gflops, weights_mb)
     lo, hi = (g.const(np.array(v, np.float32)) for v in OCCLUDER_RANGE)
     axis = g.const(np.array([3], np.int64))
 
@@ -68,18 +84,22 @@ def make_xseg(path: PathLike) -> None:
 
     d = g.op("Sub", [channel(0), channel(2)], "blue_minus_red")
     occluded = g.op("And", [g.op("Greater", [d, lo]), g.op("Less", [d, hi])], "occluded")
+    out = _output(g, zero, "output")
     g.op("Sub", [g.const(np.array(1.0, np.float32)),
-                 g.op("Cast", [occluded], to=TensorProto.FLOAT)], output="output")
+                 g.op("Cast", [occluded], to=TensorProto.FLOAT)], output=out)
+    _add_zero(g, zero, out, "output")
     inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 256, 256, 3])]
     out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 256, 256, 1])]
     finish(g, "xseg_standin", inp, out, path, doc="xseg stand-in: blue squares are occluders")
 
 
-def make_bisenet(path: PathLike, class_map: np.ndarray) -> None:
+def make_bisenet(path: PathLike, class_map: np.ndarray, *, gflops: float = 0.0,
+                 weights_mb: float = 0.0) -> None:
     """``class_map``: (4, 4) class ids, one per 128-px cell of the 512-px input."""
     cells = np.asarray(class_map, np.int64)
     onehot = (np.arange(19)[:, None, None] == cells[None]).astype(np.float32) * 10.0
     g = Graph("bisenet")
+    zero = _cost(g, gflops, weights_mb)
     logits = g.op("Resize", [g.const(onehot[None], "cell_logits"), "",
                              g.const(np.array([1, 1, CELL, CELL], np.float32), "scales")],
                   "class_logits", mode="nearest")
@@ -92,7 +112,9 @@ def make_bisenet(path: PathLike, class_map: np.ndarray) -> None:
     red = g.op("And", [g.op("Greater", [channel(0), g.const(np.array(1.5, np.float32))]),
                        g.op("Less", [channel(2), g.const(np.array(-1.0, np.float32))])], "red")
     background = g.const((np.arange(19) == 0).astype(np.float32).reshape(1, 19, 1, 1) * 10.0)
-    g.op("Where", [red, background, logits], output="output")
+    out = _output(g, zero, "output")
+    g.op("Where", [red, background, logits], output=out)
+    _add_zero(g, zero, out, "output")
     inp = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 512, 512])]
     out = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 19, 512, 512])]
     finish(g, "bisenet_standin", inp, out, path, doc="bisenet stand-in: a fixed class map")
@@ -104,14 +126,18 @@ def fan_grid_points() -> np.ndarray:
     return np.rint(FACE_68 * 48.0 + 8.0).astype(np.int64)
 
 
-def make_2dfan4(path: PathLike, points: np.ndarray | None = None, peak: float = 0.9) -> None:
+def make_2dfan4(path: PathLike, points: np.ndarray | None = None, peak: float = 0.9, *,
+                gflops: float = 0.0, weights_mb: float = 0.0) -> None:
     """``points``: (68, 2) integer (x, y) on the 64-px grid; each heatmap is ``peak`` there."""
     grid = fan_grid_points() if points is None else np.asarray(points, np.int64)
     maps = np.zeros((1, 68, 64, 64), np.float32)
     maps[0, np.arange(68), grid[:, 1], grid[:, 0]] = peak
     g = Graph("fan2d")
+    cost = _cost(g, gflops, weights_mb)
     zero = g.op("Mul", [g.op("ReduceMean", ["input"], keepdims=0),
                         g.const(np.array(0.0, np.float32))], "zero")
+    if cost is not None:
+        zero = g.op("Add", [zero, cost], "zero_and_cost")
     heat = g.op("Add", [g.const(maps, "maps"), zero], output="heatmaps")
     flat = g.op("Reshape", [heat, g.const(np.array([1, 68, 64 * 64], np.int64))], "flat")
     index = g.op("ArgMax", [flat], "argmax", axis=2, keepdims=1)                  # (1, 68, 1)

@@ -17,21 +17,26 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from render.standins.graph import Graph, PathLike, finish
+from render.standins.graph import Graph, PathLike, dummy_zero, finish
 
 MODES = ("identity", "source", "tile-mean")
 
 
 def make_embedding_swapper(path: PathLike, *, size: int = 256, mode: str = "identity",
-                           dynamic_batch: bool = False) -> onnx.ModelProto:
+                           dynamic_batch: bool = False, gflops: float = 0.0,
+                           weights_mb: float = 0.0) -> onnx.ModelProto:
+    """``gflops``/``weights_mb``: emulated cost and weights (``graph.dummy_zero``), outputs
+    unchanged."""
     assert mode in MODES, mode
     g = Graph(f"swapper_{mode}")
+    zero = dummy_zero(g, "target", TensorProto.FLOAT, gflops, weights_mb)
+    out = "output" if zero is None else g.name("swapped")
     if mode == "identity":
-        g.op("Identity", ["target"], output="output")
+        g.op("Identity", ["target"], output=out)
     elif mode == "tile-mean":
         mean = g.op("ReduceMean", ["target"], "tile_mean", axes=[2, 3], keepdims=1)
         g.op("Add", [g.op("Mul", ["target", g.const(np.array(0.0, np.float32), "zero")], "zeros"),
-                     mean], output="output")
+                     mean], output=out)
     else:
         w = (np.random.RandomState(256).standard_normal((512, 3)) * 0.5).astype(np.float32)
         colour = g.op("Tanh", [g.op("MatMul", ["source", g.const(w, "w")], "logits")], "colour")
@@ -39,7 +44,9 @@ def make_embedding_swapper(path: PathLike, *, size: int = 256, mode: str = "iden
                       "colour4")
         half = g.const(np.array(0.5, np.float32), "half")
         g.op("Add", [g.op("Mul", ["target", half], "kept"), g.op("Mul", [colour, half], "tint")],
-             output="output")
+             output=out)
+    if zero is not None:
+        g.op("Add", [out, zero], output="output")
     b = "n" if dynamic_batch else 1
     inp = [helper.make_tensor_value_info("target", TensorProto.FLOAT, [b, 3, size, size]),
            helper.make_tensor_value_info("source", TensorProto.FLOAT, [b, 512])]
