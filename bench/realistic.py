@@ -1,16 +1,26 @@
 """The realistic-cost cases of ``make bench``: stand-ins that cost what the production models cost.
 
 The production files cannot be downloaded here, so the stand-ins of ``render.standins`` keep each
-real model's I/O contract and get its per-call cost and weight size (``shared/docs/models.md``):
+real model's I/O contract and get its per-call cost and weight size: the cost counted layer by
+layer from its published architecture, the size its pin's (``bench/model_costs.py``, whose
+docstring gives the sources; ``python -m bench.model_costs`` prints the table):
 
-============== ============ ============= =========================================
-model          GFLOP / call weights (MiB) note
-============== ============ ============= =========================================
-inswapper_128  10           530 (265 fp16) one call per swapped face
-arcface_w600k  5            166           source/reference once, then once per track
-gfpgan_1.4     40           325           one call per face when enhance.enabled
-yunet          real                       ``shared/models/face_detection_yunet.onnx``
-============== ============ ============= =========================================
+================== ============ ============= =========================================
+model              GFLOP / call weights (MiB) note
+================== ============ ============= =========================================
+inswapper_128      349          530 (265 fp16) one call per swapped face
+arcface_w600k_r50  12.6         166           source/reference once, then once per track
+gfpgan_1.4         396          325           one call per face when enhance.enabled
+hyperswap_1a_256   349          384           assumed inswapper's; n² calls with pixel boost
+xseg_1             27.6         67            one call per face (``mask.occluder``)
+bisenet_resnet_34  46.9         89            one call per face (``mask.parser``)
+2dfan4             50.5         93            one call per face (``landmark.model``)
+yunet              real                       ``shared/models/face_detection_yunet.onnx``
+================== ============ ============= =========================================
+
+Until 2026-12-06 the table said 10 GFLOP for inswapper, 5 for ArcFace and 40 for GFPGAN
+(estimates, not counts): every realistic figure dated before then was measured with a swapper
+35 × and an enhancer 10 × cheaper than the real ones (bench/RESULTS.md).
 
 The extra compute is a chain of MatMuls over distinct weight matrices that sum to the file size,
 so load time and the memory traffic of every call are of the right order (``_dummy_zero``).
@@ -34,14 +44,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import model_costs
+
 ROOT = Path(__file__).resolve().parents[1]
 YUNET = ROOT.parent / "shared" / "models" / "face_detection_yunet.onnx"
 
+#: the realistic set's entries (``render.standins.FILES``) that get a production model's cost
+REAL_MODELS = ("arcface_w600k_r50", "inswapper_128", "inswapper_128_fp16", "gfpgan_1.4",
+               "hyperswap_1a_256", "xseg_1", "bisenet_resnet_34", "2dfan4")
 #: per-call cost (GFLOP) and weight size (MiB) of the production models
-REAL_GFLOPS = {"arcface_w600k_r50": 5.0, "inswapper_128": 10.0, "inswapper_128_fp16": 10.0,
-               "gfpgan_1.4": 40.0}
-REAL_WEIGHTS_MB = {"arcface_w600k_r50": 166.0, "inswapper_128": 530.0, "inswapper_128_fp16": 265.0,
-                   "gfpgan_1.4": 325.0}
+REAL_GFLOPS = {name: round(model_costs.gflops(name), 1) for name in REAL_MODELS}
+REAL_WEIGHTS_MB = {name: round(model_costs.weights_mib(name), 1) for name in REAL_MODELS}
 
 #: the settings of the side-by-side comparison with FaceFusion 3.8.1 (issue 13): reference
 #: selection, box mask, yunet at 640, fp32 swapper, the floor's encoder settings, CPU provider
@@ -52,8 +65,14 @@ EQUAL_SETTINGS = {"profile": "moderate", "detect.model": "yunet", "detect.size":
                   "mask.occluder": "", "landmark.model": "", "swap.color_match": "off",
                   "stabilize.enabled": "false"}
 
-#: profile low's own settings; the detector is yunet because no real SCRFD is available here
-LOW_SETTINGS = {"profile": "low", "detect.model": "yunet"}
+#: each profile's own settings; the detector is yunet because no real SCRFD is available here
+PROFILE_SETTINGS = {p: {"profile": p, "detect.model": "yunet"} for p in ("low", "moderate", "high")}
+
+
+def case_settings(name: str) -> dict[str, str]:
+    """A realistic case's settings: ``real-720p-low`` (…-moderate, …-high) its profile's own,
+    the others FaceFusion's (``EQUAL_SETTINGS``)."""
+    return dict(PROFILE_SETTINGS.get(name.rsplit("-", 1)[-1], EQUAL_SETTINGS))
 
 
 def yunet_path() -> Path | None:
@@ -114,7 +133,8 @@ def source_image(path: Path) -> Path:
     return path
 
 
-def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9) -> dict[str, float]:
+def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9,
+               models: bool = False) -> dict[str, Any]:
     """:func:`time_alone_here` in a fresh process: nothing else runs in it, and what it loads goes
     with it (measured in the bench's own process, each measurement left about 1.3 GB behind,
     and a full bench's later cases ran with the page cache squeezed)."""
@@ -122,20 +142,24 @@ def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: in
     import subprocess
     import sys
 
-    spec = json.dumps({"overrides": overrides, "clip": str(clip), "threads": threads, "calls": calls})
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), spec], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=600)
+    spec = json.dumps({"overrides": overrides, "clip": str(clip), "threads": threads, "calls": calls,
+                       "models": models})
+    proc = subprocess.run([sys.executable, "-m", "bench.realistic", spec], cwd=ROOT,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"timing the models alone failed (exit {proc.returncode}): {last}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9
-                    ) -> dict[str, float]:
-    """ms per call of each model of ``overrides`` run alone (nothing else running) with ``threads``
-    intra-op threads, on the middle frame of ``clip``: ONNX Runtime's own time, median of ``calls``
-    after one warm-up call."""
+def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9,
+                    models: bool = False) -> dict[str, Any]:
+    """ms per model call of each model of ``overrides`` run alone (nothing else running) with
+    ``threads`` intra-op threads, on the first face of the middle frame of ``clip``: ONNX
+    Runtime's own time per call, median of ``calls`` after one warm-up. Per *call*, like the
+    render's counts (``LoadedModels.named_sessions``): a pixel-boosted swap of one face makes
+    n² calls, and the bound multiplies by the calls the render made. ``models``: return
+    ``{"ms": those figures, "models": each session's manifest entry}``."""
     import numpy as np
 
     from render.models.load import load_models
@@ -143,31 +167,46 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     from render.faces import align
 
     cfg = load_config({**overrides, "execution.threads": str(threads)}, env={})
-    models = load_models(cfg)
+    loaded = load_models(cfg)
     frame = _middle_frame(clip)
-    faces = models.detector.detect(frame)
+    faces = loaded.detector.detect(frame)
     if not faces:
         raise RuntimeError(f"the detector finds no face in the middle frame of {clip}")
     face = faces[0]
     source = np.ones(512, np.float32)
-    work = {"detect": (models.detector.lazy, lambda: models.detector.detect(frame)),
-            "embed": (models.embedder.lazy, lambda: models.embedder.embed(frame, face))}
-    for proc in models.processors:
+    sessions = loaded.named_sessions()
+    name_of = {id(lazy): name for name, lazy in sessions.items()}
+    work = {"detect": lambda: loaded.detector.detect(frame),
+            "embed": lambda: loaded.embedder.embed(frame, face)}
+    for proc in loaded.processors:
         m = align.estimate(face.kps, proc.template, proc.size)
         crop = align.warp(frame, m, proc.size)[None]
-        work[proc.name] = (proc.lazy, lambda run=proc.bind(source), crop=crop: run(crop))
+        work[proc.name] = lambda run=proc.bind(source), crop=crop: run(crop)
+    if loaded.processors:                   # the masks on the first processor's crop
+        first = loaded.processors[0]
+        m = align.estimate(face.kps, first.template, first.size)
+        crop = align.warp(frame, m, first.size)[None]
+        for mask in loaded.masks:
+            work[name_of[id(mask.lazy)]] = lambda mask=mask, crop=crop, m=m: mask(crop, [face], [m])
+    if loaded.landmarks is not None:
+        for lm in loaded.landmarks.models:
+            work[name_of[id(lm.lazy)]] = lambda: loaded.landmarks.face(frame, face)
     out: dict[str, float] = {}
-    for name, (lazy, fn) in work.items():
+    for name, fn in work.items():
+        lazy = sessions[name]
         fn()                                   # warm-up: session creation, first-call allocations
         walls, runs = [], []
         for _ in range(calls):
-            lazy.run_seconds = 0.0
+            lazy.run_seconds, lazy.calls = 0.0, 0
             t0 = time.perf_counter()
             fn()
-            walls.append(time.perf_counter() - t0)
-            runs.append(lazy.run_seconds)
+            n = max(lazy.calls, 1)
+            walls.append((time.perf_counter() - t0) / n)
+            runs.append(lazy.run_seconds / n)
         out[name] = statistics.median(runs) * 1000.0                 # ONNX Runtime's own time
         out[f"{name}_with_pre_post"] = statistics.median(walls) * 1000.0
+    if models:
+        return {"ms": out, "models": {k: e.name for k, e in loaded.named_entries().items()}}
     return out
 
 
@@ -200,4 +239,4 @@ if __name__ == "__main__":        # time_alone's child: one JSON spec in, one JS
 
     _spec = json.loads(sys.argv[1])
     print(json.dumps(time_alone_here(_spec["overrides"], Path(_spec["clip"]), _spec["threads"],
-                                     calls=_spec["calls"])))
+                                     calls=_spec["calls"], models=_spec.get("models", False))))

@@ -52,14 +52,8 @@ def _rusage(who: int) -> dict[str, float]:
 
 def _model_calls(renderer) -> dict[str, dict[str, float]]:
     """Per model: calls made inside the render and ms per call spent in ONNX Runtime (LazySession)."""
-    m = renderer.models
-    out = {}
-    for name, holder in (("detect", m.detector), ("embed", m.embedder),
-                         *((p.name, p) for p in m.processors)):
-        lazy = getattr(holder, "lazy", None)
-        if lazy is not None and lazy.calls:
-            out[name] = {"calls": lazy.calls, "ms_per_call": lazy.run_seconds * 1000.0 / lazy.calls}
-    return out
+    return {name: {"calls": lazy.calls, "ms_per_call": lazy.run_seconds * 1000.0 / lazy.calls}
+            for name, lazy in renderer.models.named_sessions().items() if lazy.calls}
 
 
 def _ort_threads(renderer) -> int | None:

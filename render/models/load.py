@@ -79,14 +79,36 @@ class LoadedModels:
         return [*self.masks, *(self.landmarks.models if self.landmarks is not None else [])]
 
     def sessions(self) -> list[LazySession]:
-        return [self.detector.lazy, self.embedder.lazy, *(p.lazy for p in self.processors),
-                *(m.lazy for m in self._extras()),
-                *(m.lazy for p in self.processors for m in p.model.needs.values())]
+        return list(self.named_sessions().values())
+
+    def named_sessions(self) -> dict[str, LazySession]:
+        """Every session by the name its calls are counted under (the bench's per-model rows):
+        ``detect``, ``embed``, each processor's step name, each mask's and landmark model's
+        report role, and ``<step>-<need>`` for a processor's helper models (a converter)."""
+        return {name: lazy for name, lazy, _ in self._named()}
+
+    def named_entries(self) -> dict[str, ModelEntry]:
+        """The manifest entry behind each of :meth:`named_sessions`."""
+        return {name: entry for name, _, entry in self._named()}
 
     def entries(self) -> list[ModelEntry]:
-        return [self.detector_entry, self.embedder_entry, *(p.model.entry for p in self.processors),
-                *(m.model.entry for m in self._extras()),
-                *(m.entry for p in self.processors for m in p.model.needs.values())]
+        return [entry for _, _, entry in self._named()]
+
+    def _named(self) -> list[tuple[str, LazySession, ModelEntry]]:
+        triples = [("detect", self.detector.lazy, self.detector_entry),
+                   ("embed", self.embedder.lazy, self.embedder_entry),
+                   *((p.name, p.lazy, p.model.entry) for p in self.processors),
+                   *((m.role, m.lazy, m.model.entry) for m in self._extras()),
+                   *((f"{p.name}-{key}", m.lazy, m.entry) for p in self.processors
+                     for key, m in p.model.needs.items())]
+        named: list[tuple[str, LazySession, ModelEntry]] = []
+        for name, lazy, entry in triples:     # several occluders: occlusion, occlusion-2, ...
+            taken = {n for n, _, _ in named}
+            n = 1
+            while (name if n == 1 else f"{name}-{n}") in taken:
+                n += 1
+            named.append((name if n == 1 else f"{name}-{n}", lazy, entry))
+        return named
 
     def on_cpu(self) -> bool:
         """Whether the models run on the CPU provider: the providers the chain's first session
