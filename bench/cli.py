@@ -42,7 +42,7 @@ from bench.cases import ALL_CASES, REAL_CASES, Case
 from bench.clips import Clip, ClipSpec, make_clip
 from bench.figures import log
 from bench.machine import cores, cpu_model, ffmpeg_version_text, ort_version
-from bench.report import summary
+from bench.report import model_costs_table, summary
 from bench.session import Bench
 from bench.targets import targets
 from render.standins import media
@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=None, help="length of the 720p/1080p clips (10)")
     p.add_argument("--memory-seconds", type=float, default=None, help="length of the memory clip (60)")
     p.add_argument("--real-seconds", type=float, default=None,
-                   help="length of the realistic-cost clips (4; 1 with --quick)")
+                   help="length of the realistic-cost clips (2; 1 with --quick)")
     p.add_argument("--ort-no-spin", action="store_true",
                    help="what-if experiment: the worker patches SessionFactory.session_options to "
                         "turn ONNX Runtime's thread spin-waiting off (not what render ships)")
@@ -105,7 +105,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if a.memory_seconds is None:
         a.memory_seconds = 4.0 if a.quick else 60.0
     if a.real_seconds is None:
-        a.real_seconds = 1.0 if a.quick else 4.0
+        a.real_seconds = 1.0 if a.quick else 2.0
     a.cases = [c.strip() for c in a.cases.split(",") if c.strip()]
     return a
 
@@ -129,7 +129,7 @@ def make_clips(args: argparse.Namespace, clips_dir: Path) -> dict[str, Clip]:
                 clips[k] = make_clip(specs[k], clips_dir, args.fresh_clips)
     rs = args.real_seconds
     for case in args.cases:
-        if case in REAL_CASES:
+        if case in REAL_CASES or case == "model-costs":
             k = "photo-1080p" if "1080p" in case else "photo-720p"
             if k not in clips:
                 spec = ClipSpec(f"{k} {rs:g}s", 1920 if "1080p" in k else 1280,
@@ -171,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         log(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(ALL_CASES)}")
         return 2
-    if any(c in REAL_CASES for c in args.cases) and realistic.yunet_path() is None:
+    needs_real = REAL_CASES + ("model-costs",)
+    if any(c in needs_real for c in args.cases) and realistic.yunet_path() is None:
         log(f"the realistic cases need the real YuNet detector at {realistic.YUNET}; skipped")
-        args.cases = [c for c in args.cases if c not in REAL_CASES]
+        args.cases = [c for c in args.cases if c not in needs_real]
 
     log("clips:")
     clips = make_clips(args, clips_dir)
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # -- model sets ---------------------------------------------------------------------------
     bench.model_set("null", null=True)
-    if any(c in REAL_CASES for c in args.cases):
+    if any(c in needs_real for c in args.cases):
         bench.real_model_set(home)
         real_source = realistic.source_image(work / "photo-source.png")
     bench.model_set("models", null=args.null, gflops={
@@ -236,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         cases[case.name] = case
         bench.measure(case)
 
+    costs: list[dict[str, Any]] | None = None
+    if "model-costs" in args.cases:   # issue 29: each model's cost per call at its real cost
+        log("\n== model-costs: each realistic stand-in alone, all cores, ms per call")
+        costs = bench.model_costs(real_source)
+
     stable: dict[str, Any] | None = None
     if "stability" in args.cases:     # issue 30: how still the swapped face holds (bench/stability.py)
         log("\n== stability")
@@ -252,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         log(f"  {t[0]}: {t[1]} -- met: {t[2].strip('*')}")
     log("\n== summary (markdown)\n")
     log(summary(cases, args, info, overlap))
+    if costs:
+        log("\nModel costs (`model-costs`, realistic stand-ins alone, all cores):\n")
+        log(model_costs_table(costs))
     log(f"\nbench finished in {time.perf_counter() - t_begin:.0f}s"
         + (f"; {bench.failures} case(s) FAILED" if bench.failures else ""))
 
@@ -261,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                     "error": c.error, "runs": c.runs, "floors": c.floors, "relays": c.relays}
         args.json.write_text(json.dumps({"info": info, "args": {k: str(v) for k, v in vars(args).items()},
                                          "overlap": overlap, "stability": stable,
+                                         "model_costs": costs,
                                          "cases": [strip(c) for c in cases.values()]}, indent=1))
     if not args.keep and not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

@@ -74,7 +74,7 @@ def report_real(c: Case, threads_used: int) -> None:
         log(f"  bound measured after each run (models alone, with that run's floor): "
             f"{', '.join(f'{b:.2f}' for b in bounds)} fps; each run / its bound "
             f"{', '.join(f'{x:.2f}' for x in shares)}")
-    for m in MODEL_STAGES:
+    for m in [*MODEL_STAGES, *sorted(set(cpf) - set(MODEL_STAGES))]:
         if m not in cpf:
             continue
         alone = c.alone.get(str(threads_used), {}).get(m)
@@ -129,7 +129,8 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
                    "own time per call inside the render / alone with the same threads.")
         out.append("")
         hdr = ["case", "fps", "floor fps", "× floor", "bound fps", "of bound", "CPU %"] + \
-            [f"{s} ms" for s in STAGES] + ["swap ms/call render / alone", "enhance ms/call render / alone"]
+            [f"{s} ms" for s in STAGES] + ["swap ms/call render / alone", "enhance ms/call render / alone",
+                                           "other models ms/call render / alone", "peak RSS MiB"]
         out.append("| " + " | ".join(hdr) + " |")
         out.append("|" + "|".join("---" for _ in hdr) + "|")
         for c in real:
@@ -145,7 +146,9 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
             row = [c.name, fmt(c.fps, ".2f"), fmt(c.floor_fps, ".1f"), fmt(c.ratio, ".3f"),
                    fmt(c.bound["fps"] if c.bound else None, ".2f"), fmt(c.bound_ratio, ".2f"),
                    fmt(c.med(lambda r: r["cpu_s"] / r["wall_s"] / cores() * 100), ".0f")] + \
-                [fmt(c.stage(s), ".1f") for s in STAGES] + [pair("swap"), pair("enhance")]
+                [fmt(c.stage(s), ".1f") for s in STAGES] + [pair("swap"), pair("enhance")] + \
+                [", ".join(f"{m} {pair(m)}" for m in sorted(set(c.calls_per_frame()) - set(MODEL_STAGES))),
+                 fmt(c.rss_mib, ".0f")]
             out.append("| " + " | ".join(row) + " |")
     out.append("")
     out.append("| target | figure | met |")
@@ -156,4 +159,14 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
     if notes:
         out.append("")
         out.extend(f"- {n}" for n in notes)
+    return "\n".join(out)
+
+
+def model_costs_table(rows: list[dict[str, Any]]) -> str:
+    """The ``model-costs`` case: each realistic stand-in's cost per call alone, all cores."""
+    out = ["| model | session | GFLOP/call (from its architecture) | ms/call alone | GFLOP/s |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['model']} | {r['session']} | {fmt(r['gflops'], '.1f')} | "
+                   f"{fmt(r['ms'], '.0f')} | {fmt(r['gflops'] / r['ms'] * 1000 if r['gflops'] else None, '.0f')} |")
     return "\n".join(out)

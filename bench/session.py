@@ -154,7 +154,7 @@ class Bench:
         """A realistic-cost case, each run followed by the models timed alone, and its compute bound."""
         args = self.args
         res = "1080p" if "1080p" in name else "720p"
-        ov = dict(realistic.LOW_SETTINGS if name.endswith("-low") else realistic.EQUAL_SETTINGS)
+        ov = realistic.case_settings(name)
         ov.update({"execution.providers": args.providers, "progress": "off",
                    "source": str(real_source), "models.dir": str(self.model_dirs["real"])})
         if name.endswith("-enhance"):
@@ -190,6 +190,28 @@ class Bench:
             log(f"  compute bound of {name} failed: {exc}")
         return case
 
+    def model_costs(self, real_source: Path) -> list[dict[str, Any]]:
+        """Each realistic stand-in's ms per call alone with all cores, on the first face of the
+        720p photo clip's middle frame: FaceFusion's settings (inswapper fp32, ArcFace) and
+        profiles moderate (fp16 swapper, xseg, 2dfan4) and high (hyperswap, bisenet, GFPGAN)."""
+        clip = self.clips["photo-720p"]
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for settings in (realistic.EQUAL_SETTINGS, *realistic.PROFILE_SETTINGS.values()):
+            ov = dict(settings, **{"execution.providers": self.args.providers, "progress": "off",
+                                   "source": str(real_source), "models.dir": str(self.model_dirs["real"]),
+                                   "cache_dir": str(self.envs["real"].cache)})
+            alone = realistic.time_alone(ov, clip.path, cores(), calls=5, models=True)
+            for session, model in alone["models"].items():
+                if model in seen:
+                    continue
+                seen.add(model)
+                ms = alone["ms"].get(session)
+                rows.append({"model": model, "session": session, "ms": ms,
+                             "gflops": realistic.REAL_GFLOPS.get(model)})
+                log(f"  {model} ({session}): {fmt(ms, '.1f')} ms per call alone")
+        return rows
+
     def profile(self, cases: dict[str, Case], out: Path) -> None:
         """``--pyinstrument``: one more render per case, profiled (its figures are not comparable)."""
         out.mkdir(parents=True, exist_ok=True)
@@ -204,3 +226,4 @@ class Bench:
                 log(f"pyinstrument profile of {c.name}: {path}")
             except WorkerFailed as exc:
                 log(f"pyinstrument run of {c.name} failed: {exc}")
+
