@@ -205,6 +205,44 @@ def test_colour_match_and_stabilisation_give_the_same_bytes_for_any_segments_at_
     assert outs[0] == outs[1]
 
 
+#: every quality tool on: hyperswap in 512-px tiles, the occlusion, region and area masks,
+#: 2dfan4, colour match and GFPGAN (profile low adds stabilisation)
+QUALITY = ("swap.model=hyperswap_1a_256", "swap.precision=fp32", "swap.pixel_boost=512",
+           "mask.occluder=xseg_1", "mask.parser=bisenet_resnet_34", "mask.regions=skin,eyebrows",
+           "mask.areas=mouth", "landmark.model=2dfan4", "swap.color_match=lab",
+           "enhance.enabled=true")
+
+
+def test_every_quality_tool_on_gives_the_same_bytes_resumed_and_sharded(workdir, standin_models,
+                                                                        clip):
+    """With every quality tool on, a render killed (-9) after two segments and resumed, and the
+    same render as three shards assembled, write the uninterrupted render's bytes."""
+    def args(name: str, *extra: str) -> list[str]:
+        return render_args(workdir, standin_models, clip.path, workdir / name / "clip.mp4",
+                           *QUALITY, "lock.device=none", *extra, cache=f"cache-{name}")
+
+    r = run_cli(*args("whole"))
+    assert r.returncode == 0, r.stderr
+    report = json.loads((workdir / "whole" / "clip.mp4.report.json").read_text())
+    roles = {m["role"] for m in report["models"]}
+    assert {"occlusion", "region", "landmark"} <= roles, roles
+    whole = sha(workdir / "whole" / "clip.mp4")
+
+    (workdir / "resumed").mkdir()
+    kill_after_segments(args("resumed"), workdir / "resumed", 2)
+    r = run_cli(*args("resumed"), "--verbose")
+    assert r.returncode == 0, r.stderr
+    assert resumed_line(r.stderr)[1] >= 2
+    assert sha(workdir / "resumed" / "clip.mp4") == whole
+
+    for i in (2, 0, 1):
+        r = run_cli(*args("sharded", f"shard={i}/3"))
+        assert r.returncode == 0, r.stderr
+    r = run_cli("assemble", *args("sharded"))
+    assert r.returncode == 0, r.stderr
+    assert sha(workdir / "sharded" / "clip.mp4") == whole
+
+
 def test_auto_renders_one_segment_at_a_time_on_a_small_machine(workdir, standin_models, clip,
                                                               reference):
     """parallel_segments=auto (the default) is 1 below 8 cores, such as this class of machine."""
