@@ -105,11 +105,11 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
     out.append("")
     hdr = ["case", "clip", "models", "fps", "floor fps", "render/floor", "CPU ms/frame render / floor"] + \
         [f"{s} ms" for s in STAGES] + ["peak RSS MiB", "first frame s", "bytes outside output"]
-    out.append("| " + " | ".join(hdr) + " |")
-    out.append("|" + "|".join("---" for _ in hdr) + "|")
-    for c in cases.values():
-        if c.name in REAL_CASES:
-            continue
+    plain = [c for c in cases.values() if c.name not in REAL_CASES]
+    if plain:
+        out.append("| " + " | ".join(hdr) + " |")
+        out.append("|" + "|".join("---" for _ in hdr) + "|")
+    for c in plain:
         if c.error:
             out.append(f"| {c.name} | {c.clip_name} | {c.models} | failed | | | | " + " | " * len(STAGES) + " | | |")
             continue
