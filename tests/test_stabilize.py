@@ -372,3 +372,44 @@ def test_debug_faces_and_overlay_through_the_cli(workdir, standin_models, tmp_pa
     b = mf.read_frames(workdir / "out" / "overlay.mp4")
     i = clip.frames_with_faces()[len(clip.frames_with_faces()) // 2]
     assert np.abs(a[i].astype(int) - b[i].astype(int)).max() > 64
+
+
+def test_reference_selection_with_stabilisation_through_the_cli(workdir, standin_models, tmp_path):
+    """select.mode=reference on tracks with profile low (stabilisation on): the face that looks
+    like the reference is swapped in every frame it is in, the larger face of another identity
+    never; four segments (each deciding its tracks again from its pre-roll) choose the same faces
+    in every frame as one segment, and write the same bytes one at a time or three at once."""
+    from conftest import model_args, run_cli
+    from render.standins import media as mf
+
+    # the default clip's faces, the second (larger, from 60 %) pure red: to the stand-in ArcFace
+    # it is 0.38 from the reference, the first face 0.01-0.16 as it drifts over the background
+    default = mf.default_schedule(640, 360, 50)
+    clip = mf.make_clip(tmp_path / "clip.mp4", width=640, height=360, seconds=2.0, audio=False,
+                        faces=lambda i: [f if len(f) < 4 else (*f[:3], (0, 0, 255))
+                                         for f in default(i)])
+    reference = tmp_path / "reference.png"
+    mf.make_source_image(reference, colour=mf.FACE_COLOUR)       # the clip's first face
+    common = ["profile=low", "execution.threads=1", "select.mode=reference", "select.distance=0.25",
+              f"select.reference={reference}", f"source={workdir / 'in' / 'source.jpg'}",
+              f"target={clip.path}", *model_args(standin_models, workdir / "cache")]
+    chosen = {}
+    for name, extra in (("one", ["segment.seconds=2"]), ("four", ["segment.seconds=0.5"]),
+                        ("at-once", ["segment.seconds=0.5", "execution.parallel_segments=3"])):
+        faces = tmp_path / f"{name}.jsonl"
+        r = run_cli(*common, *extra, f"output={workdir / name / 'clip.mp4'}",
+                    f"debug.faces={faces}")
+        assert r.returncode == 0, r.stderr
+        # segments rendered at once append their lines as they go: each frame once, any order
+        lines = sorted((json.loads(x) for x in faces.read_text().splitlines()),
+                       key=lambda x: x["frame"])
+        assert [x["frame"] for x in lines] == list(range(clip.frame_count))
+        chosen[name] = [[f["box"] for f in x["faces"] if f["selected"]] for x in lines]
+        assert any(len(x["faces"]) == 2 for x in lines), "the second face was never found"
+    for boxes, truth in zip(chosen["one"], clip.boxes):
+        # the first (left) face whenever the clip has one, never the second
+        assert len(boxes) == (1 if truth else 0) and (boxes[0][0] + boxes[0][2]) / 2 < 320 \
+            if truth else not boxes, (boxes, truth)
+    assert chosen["four"] == chosen["one"] == chosen["at-once"]
+    assert (workdir / "four" / "clip.mp4").read_bytes() == \
+        (workdir / "at-once" / "clip.mp4").read_bytes()
