@@ -183,17 +183,8 @@ def test_a_sigtermed_worker_exits_130_with_one_line_idle_or_rendering(workdir, s
     job = submit(workdir, "profile=low", "segment.seconds=1", "mark.enabled=false",
                  f"source={workdir / 'in' / 'source.jpg'}", f"target={clip.path}",
                  f"output={workdir / 'out' / 'clip.mp4'}")
-    busy = subprocess.Popen([sys.executable, "-m", "render", *run_args], env=cli_env(),
-                            stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: committed(workdir / "out") and temps(workdir / "out"))
-        busy.send_signal(signal.SIGTERM)
-        err = busy.communicate(timeout=30)[1]
-    finally:
-        if busy.poll() is None:
-            busy.kill()
-            busy.wait()
-    assert (busy.returncode, err) == (130, "render: error: terminated\n")
+    rc, err = terminate_when(run_args, lambda: committed(workdir / "out") and temps(workdir / "out"))
+    assert (rc, err) == (130, "render: error: terminated\n")
     assert jobs(workdir)[job] == "queued"
     assert committed(workdir / "out") and not temps(workdir / "out")
 
