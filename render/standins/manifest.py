@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Mapping, Union
 
-from render.files import sha256_file
-from render.standins.graph import PathLike
 import numpy as np
 
+from render.files import sha256_file
+from render.standins.graph import PathLike
 from render.standins.models import make_arcface, make_gfpgan, make_inswapper, make_scrfd
 from render.standins.quality import make_2dfan4, make_bisenet, make_xseg
 from render.standins.swappers import make_embedding_swapper
@@ -92,25 +92,19 @@ def write_standins(dir: PathLike, *, gflops: Knob = 0.0, null: Knob = False,
         return {"gflops": float(_knob(gflops, name, 0.0)),
                 "weights_mb": float(_knob(weights_mb, name, 0.0))}
 
+    def batch_null(name: str) -> dict[str, bool]:
+        return {"dynamic_batch": bool(_knob(dynamic_batch, name, False)),
+                "null": bool(_knob(null, name, False))}
+
     builders = {
-        "scrfd_2.5g": lambda p: make_scrfd(p, gflops=float(_knob(gflops, "scrfd_2.5g", 0.0)),
-                                           weights_mb=float(_knob(weights_mb, "scrfd_2.5g", 0.0))),
-        "arcface_w600k_r50": lambda p: make_arcface(
-            p, gflops=float(_knob(gflops, "arcface_w600k_r50", 0.0)),
-            weights_mb=float(_knob(weights_mb, "arcface_w600k_r50", 0.0))),
-        "inswapper_128": lambda p: make_inswapper(
-            p, fp16=False, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128", False)),
-            gflops=float(_knob(gflops, "inswapper_128", 0.0)), null=bool(_knob(null, "inswapper_128", False)),
-            weights_mb=float(_knob(weights_mb, "inswapper_128", 0.0))),
-        "inswapper_128_fp16": lambda p: make_inswapper(
-            p, fp16=True, dynamic_batch=bool(_knob(dynamic_batch, "inswapper_128_fp16", False)),
-            gflops=float(_knob(gflops, "inswapper_128_fp16", 0.0)),
-            null=bool(_knob(null, "inswapper_128_fp16", False)),
-            weights_mb=float(_knob(weights_mb, "inswapper_128_fp16", 0.0))),
-        "gfpgan_1.4": lambda p: make_gfpgan(
-            p, dynamic_batch=bool(_knob(dynamic_batch, "gfpgan_1.4", False)),
-            gflops=float(_knob(gflops, "gfpgan_1.4", 0.0)), null=bool(_knob(null, "gfpgan_1.4", False)),
-            weights_mb=float(_knob(weights_mb, "gfpgan_1.4", 0.0))),
+        "scrfd_2.5g": lambda p: make_scrfd(p, **cost("scrfd_2.5g")),
+        "arcface_w600k_r50": lambda p: make_arcface(p, **cost("arcface_w600k_r50")),
+        "inswapper_128": lambda p: make_inswapper(p, fp16=False, **batch_null("inswapper_128"),
+                                                  **cost("inswapper_128")),
+        "inswapper_128_fp16": lambda p: make_inswapper(p, fp16=True,
+                                                       **batch_null("inswapper_128_fp16"),
+                                                       **cost("inswapper_128_fp16")),
+        "gfpgan_1.4": lambda p: make_gfpgan(p, **batch_null("gfpgan_1.4"), **cost("gfpgan_1.4")),
         "hyperswap_1a_256": lambda p: make_embedding_swapper(
             p, size=256, mode="identity" if _knob(null, "hyperswap_1a_256", False) else "source",
             **cost("hyperswap_1a_256")),
