@@ -101,12 +101,10 @@ class LoadedModels:
                    *((m.role, m.lazy, m.model.entry) for m in self._extras()),
                    *((f"{p.name}-{key}", m.lazy, m.entry) for p in self.processors
                      for key, m in p.model.needs.items())]
+        seen: dict[str, int] = {}
         named: list[tuple[str, LazySession, ModelEntry]] = []
         for name, lazy, entry in triples:     # several occluders: occlusion, occlusion-2, ...
-            taken = {n for n, _, _ in named}
-            n = 1
-            while (name if n == 1 else f"{name}-{n}") in taken:
-                n += 1
+            seen[name] = n = seen.get(name, 0) + 1
             named.append((name if n == 1 else f"{name}-{n}", lazy, entry))
         return named
 
