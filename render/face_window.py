@@ -46,10 +46,9 @@ class FrameFaces:
 def interpolate(a: Face, b: Face, t: float) -> Face:
     """The face a share ``t`` of the way from ``a`` to ``b`` (every point linearly; landmarks
     where both have them)."""
+    if (a.landmarks is None) != (b.landmarks is None):
+        a, b = (dataclasses.replace(f, landmarks=None) for f in (a, b))
     pa, pb = face_points(a), face_points(b)
-    if len(pa) != len(pb):
-        pa, pb = pa[:7], pb[:7]
-        a = dataclasses.replace(a, landmarks=None)
     return dataclasses.replace(with_points(a, (1 - t) * pa + t * pb),
                                score=min(a.score, b.score))
 
