@@ -34,7 +34,6 @@ def safe_id(name: str) -> str:
     return out or "device"
 
 
-
 def detect_devices(providers: Sequence[str], *, fake: str = "",
                    env: Mapping[str, str] = os.environ,
                    available: Sequence[str] | None = None,

@@ -112,10 +112,8 @@ def stream(frames: Iterable[np.ndarray], write: Callable[[np.ndarray], None],
     thread when ``lanes`` is 1) before the writer takes the batch's frames, still in order. It
     may instead return a :class:`Ready`: then the writer takes the frames that names (the stage
     holds up to ``held`` frames back for a look-ahead, and ``finish()`` hands them on at the end
-    of the input); the held frames come on top of ``frames_in_flight`` (they would otherwise
-    take the slots the lanes' batches need: profile low's 4 frames in flight with a look-ahead of
-    3 left one frame per batch and a lane idle), so the stage always gets the frame it waits
-    for. A
+    of the input); the held frames come on top of ``frames_in_flight`` (else they would take
+    the slots the lanes' batches need), so the stage always gets the frame it waits for. A
     batch gathers the frames that are ready, up to ``frames_in_flight // (lanes + 1)``, so that
     decoding and encoding go on while every lane works. ``lanes`` may be a callable, asked before
     every batch: the thread policy goes down to one lane once it finds ffmpeg the busier side

@@ -79,7 +79,6 @@ class SmoothedStats:
         return stats
 
 
-
 class ColourMatch:
     """What the face stage runs for a swapper step with ``color_match=lab``: the target's
     smoothed statistics per track, taken in frame order on the step's own crop (its template at

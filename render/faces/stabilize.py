@@ -15,8 +15,8 @@ positions in face widths (the width of the first box the filter saw), so the sam
 hold for any resolution.
 
 The filter runs on the 5 key points, the box's two corners and the 68 landmarks where the face
-has them (the points alignment and the masks use), each point with its own speed. Its state starts from the first face it is given: a segment gets the same state
-whoever renders it, because it is always fed from the same first frame (the plan's pre-roll).
+has them (the points alignment and the masks use), each point with its own speed. Its state
+starts from the first face it is given: a segment gets the same state whoever renders it, because it is always fed from the same first frame (the plan's pre-roll).
 """
 from __future__ import annotations
 
