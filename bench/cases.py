@@ -48,6 +48,10 @@ class Case:
         return {k: self.med(lambda r, k=k: r.get("model_calls", {}).get(k, {}).get("calls", 0)
                             / max(r["frames"], 1)) or 0.0 for k in names}
 
+    def other_models(self) -> list[str]:
+        """The models called in the render besides MODEL_STAGES' (masks, landmarkers, ...)."""
+        return sorted(set(self.calls_per_frame()) - set(MODEL_STAGES))
+
     def in_render_ms(self, model: str) -> float | None:
         return self.med(lambda r: r.get("model_calls", {}).get(model, {}).get("ms_per_call"))
 

@@ -74,7 +74,7 @@ def report_real(c: Case, threads_used: int) -> None:
         log(f"  bound measured after each run (models alone, with that run's floor): "
             f"{', '.join(f'{b:.2f}' for b in bounds)} fps; each run / its bound "
             f"{', '.join(f'{x:.2f}' for x in shares)}")
-    for m in [*MODEL_STAGES, *sorted(set(cpf) - set(MODEL_STAGES))]:
+    for m in [*MODEL_STAGES, *c.other_models()]:
         if m not in cpf:
             continue
         alone = c.alone.get(str(threads_used), {}).get(m)
@@ -147,7 +147,7 @@ def summary(cases: dict[str, Case], args: argparse.Namespace, info: dict[str, An
                    fmt(c.bound["fps"] if c.bound else None, ".2f"), fmt(c.bound_ratio, ".2f"),
                    fmt(c.med(lambda r: r["cpu_s"] / r["wall_s"] / cores() * 100), ".0f")] + \
                 [fmt(c.stage(s), ".1f") for s in STAGES] + [pair("swap"), pair("enhance")] + \
-                [", ".join(f"{m} {pair(m)}" for m in sorted(set(c.calls_per_frame()) - set(MODEL_STAGES))),
+                [", ".join(f"{m} {pair(m)}" for m in c.other_models()),
                  fmt(c.rss_mib, ".0f")]
             out.append("| " + " | ".join(row) + " |")
     out.append("")
