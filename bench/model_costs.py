@@ -26,8 +26,8 @@ unit of the stand-ins' ``gflops`` knob. Sources:
   short of the file, which also holds the heatmap decoding's index grids (no MACs).
 
 hyperswap_1a/1b/1c_256: FaceFusion Labs publish no architecture. The stand-in gets inswapper_128's
-cost per call: in FaceFusion on one GPU hyperswap_1a_256 renders at inswapper's rate (50.9 against
-49.0 fps, both fp16, ReSwapper issue 12). That is an assumption, not a count.
+cost per call: in FaceFusion on one GPU hyperswap_1a_256 renders at inswapper's rate (a user's
+measurement, ReSwapper issue 12). That is an assumption, not a count.
 """
 from __future__ import annotations
 

@@ -18,9 +18,7 @@ bisenet_resnet_34  46.9         89            one call per face (``mask.parser``
 yunet              real                       ``shared/models/face_detection_yunet.onnx``
 ================== ============ ============= =========================================
 
-Until 2026-12-06 the table said 10 GFLOP for inswapper, 5 for ArcFace and 40 for GFPGAN
-(estimates, not counts): every realistic figure dated before then was measured with a swapper
-35 × and an enhancer 10 × cheaper than the real ones (bench/RESULTS.md).
+Realistic figures dated before 2026-12-06 used guessed costs instead (bench/RESULTS.md).
 
 The extra compute is a chain of MatMuls over distinct weight matrices that sum to the file size,
 so load time and the memory traffic of every call are of the right order (``_dummy_zero``).

@@ -72,8 +72,8 @@ def targets(cases: dict[str, Case], overlap: dict[str, Any] | None) -> list[tupl
         rows.append(("no bytes left outside the output (HOME, TMPDIR, cache_dir, output and "
                      "target folders; the work folder is removed)", f"max {total} B per render"
                      + (f" ({', '.join(files[:3])})" if files else ""), _met(total == 0)))
-    # set when the stand-ins' cost was a guess 35 × below inswapper's counted cost: at the counted
-    # cost two CPU cores cannot reach them (docs/performance.md); kept so the figure stays visible
+    # set on the stand-ins' earlier, guessed cost: at the counted cost two CPU cores cannot reach
+    # them (docs/performance.md); kept so the figure stays visible
     old_cost = " (a yardstick of the guessed cost)"
     yardsticks = {"real-720p-swap": (0.10, "equal settings, 720p swap ≥ 0.10 × floor" + old_cost),
                   "real-1080p-swap": (0.20, "equal settings, 1080p swap ≥ 0.20 × floor" + old_cost),
