@@ -14,11 +14,18 @@ without, and the figures come from the stage's face debugger (``debug.faces``):
 * **lag**: after each sudden stop or start, the time shift (frames) that best lays the used
   points' path over the true one in the 15 frames after it;
 * **unswapped**: frames inside the track where no face was swapped (the hidden frames included);
-* **cost**: the tracks, the window and the filter per frame, timed by replaying the detections.
+* **cost**: the tracks, the window and the filter per frame, timed by replaying the detections;
+* **the crop**: what the swapper is shown. Each frame's crop transform (recorded by the debugger:
+  profile low's swapper, arcface_128) puts the crop's four corners in the frame; carried back
+  through the clip's true motion into the head's own coordinates they would stand still if the
+  crop followed the face exactly. Their spread (RMS about their mean), jitter (RMS second
+  difference) and worst second difference (the largest jump of one corner against its
+  neighbours' frames, a pop), in % of the face width, over every frame with a crop.
 
 The true key points: the mean of the detections mapped back into the head's own coordinates
 (the detector's constant bias is not an error of the stabiliser), carried by each frame's
-transform. ``python -m bench.stability [--png docs/stability.png]``.
+transform. The stage runs with profile low's settings.
+``python -m bench.stability [--png docs/stability.png]``.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ import math
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import cv2
@@ -41,6 +49,8 @@ WIDTH, HEIGHT = 1280, 720
 NOISE = 3.0                                 # grey levels of sensor noise (RMS) in every frame
 HIDDEN = (20, 30, 31, 85, 86, 87)           # misses of 1, 2 and 3 frames, while moving
 EVENTS = {"stop": 40, "start": 65, "stop after turn": 115}
+PROFILE = "low"
+CROP = ("arcface_128", 128)                 # profile low's swapper (inswapper_128): its crop
 
 
 def path_at(i: int) -> tuple[float, float, float]:
@@ -97,7 +107,7 @@ def run_stage(frames: list[np.ndarray], yunet: Path, enabled: bool, out: Path) -
 
     from render.config import load_config
     from render.face_debug import FaceDebug
-    from render.face_stage import FaceStage, Tracking
+    from render.face_stage import ChainStep, FaceStage, Tracking
     from render.face_window import face_filter
     from render.faces.detect import Detector
     from render.faces.select import select_faces
@@ -105,7 +115,7 @@ def run_stage(frames: list[np.ndarray], yunet: Path, enabled: bool, out: Path) -
     from render.pipeline import StageTimes
     from render.sessions import LazySession
 
-    cfg = load_config({"profile": "moderate", "stabilize.enabled": str(enabled).lower()}, env={})
+    cfg = load_config({"profile": PROFILE, "stabilize.enabled": str(enabled).lower()}, env={})
     so = ort.SessionOptions()
     so.log_severity_level = 3
     session = ort.InferenceSession(str(yunet), so, providers=["CPUExecutionProvider"])
@@ -115,8 +125,11 @@ def run_stage(frames: list[np.ndarray], yunet: Path, enabled: bool, out: Path) -
     tracks = Tracking(TrackLinker(max_missed=s.fill), TrackSelection("one"), s.fill,
                       face_filter(s.min_cutoff, s.beta, s.d_cutoff), s.window) \
         if s.enabled else None
+    # a chain of one step with the swapper's crop, so the debugger records its transform; the
+    # chain itself never runs (``prepare``'s work is not called)
+    crop = ChainStep(SimpleNamespace(template=CROP[0], size=CROP[1]), run=None, masks=())
     stage = FaceStage(detector=det, select=lambda frame, faces: select_faces(faces, "one"),
-                      chain=[], times=StageTimes(), tracks=tracks,
+                      chain=[crop], times=StageTimes(), tracks=tracks,
                       debug=FaceDebug(out, overlay=False))
     stage.segment(start=0, preroll=0, frames=None)
     for i in range(0, len(frames), 8):
@@ -132,7 +145,7 @@ def replay_cost(lines: dict[int, dict], frames: list[np.ndarray], repeat: int = 
     from render.faces.tracks import TrackLinker, TrackSelection
     from render.faces.types import Face
 
-    s = load_config({"profile": "moderate"}, env={}).stabilize
+    s = load_config({"profile": PROFILE}, env={}).stabilize
     found = [[Face(np.array(f["box"], np.float32), np.array(f["raw"], np.float32), f["score"])
               for f in lines[i]["faces"] if f["how"] == "detected"] for i in range(len(frames))]
     best = math.inf
@@ -200,6 +213,29 @@ def figures(pts: dict[int, np.ndarray], truth: dict[int, np.ndarray], width: flo
             "lag_frames": {k: round(lag(pts, truth, e), 2) for k, e in EVENTS.items()}}
 
 
+def crop_figures(lines: dict[int, dict], head_hw: np.ndarray, width: float) -> dict[str, Any]:
+    """The crop's corners carried back through the true motion (see the module's docstring)."""
+    side = CROP[1]
+    square = np.array([[0, 0], [side, 0], [0, side], [side, side]], np.float64)
+    corners = {}
+    for i, line in lines.items():
+        chosen = [f for f in line["faces"] if f["selected"] and "transform" in f]
+        if chosen:
+            to_frame = cv2.invertAffineTransform(np.array(chosen[0]["transform"], np.float64))
+            to_head = cv2.invertAffineTransform(transform_at(i, head_hw))
+            corners[i] = cv2.transform(cv2.transform(square[None], to_frame), to_head)[0] \
+                / width * 100
+    frames = sorted(corners)
+    mean = np.mean([corners[i] for i in frames], axis=0)
+    spread = math.sqrt(np.mean([np.mean((corners[i] - mean) ** 2) for i in frames]))
+    second = [corners[i + 1] - 2 * corners[i] + corners[i - 1]
+              for i in frames if i - 1 in corners and i + 1 in corners]
+    jitter = math.sqrt(np.mean([np.mean(d ** 2) for d in second]))
+    worst = max(float(np.linalg.norm(d, axis=1).max()) for d in second)
+    return {"frames": len(frames), "spread_pct": round(spread, 3), "jitter_pct": round(jitter, 3),
+            "worst_pct": round(worst, 3)}
+
+
 def plot(path: Path, raw: dict, used: dict, truth: dict, width: float) -> None:
     """Two panels: the nose tip's x path (true white, raw detection red, stabilised green), and
     each one's error in % of the face width (hidden frames shaded)."""
@@ -265,13 +301,17 @@ def measure(png: Path | None = None) -> dict[str, Any] | None:
            "stabilised": figures(used, truth, width, visible),
            "unswapped": {"raw": FRAMES - len(points(plain, "used")),
                          "stabilised": FRAMES - len(used)},
-           "cost_us_per_frame": round(replay_cost(stab, frames), 1)}
-    r, s = out["raw"], out["stabilised"]
+           "cost_us_per_frame": round(replay_cost(stab, frames), 1),
+           "crop": {"raw": crop_figures(plain, head_hw, width),
+                    "stabilised": crop_figures(stab, head_hw, width)}}
+    r, s, c = out["raw"], out["stabilised"], out["crop"]["stabilised"]
     out["targets"] = {
         "jitter at most a third of raw": s["jitter_pct"] <= r["jitter_pct"] / 3,
         "RMS error no worse than raw": s["rms_pct"] <= r["rms_pct"],
         "lag at most 1 frame": all(abs(v) <= 1.0 for v in s["lag_frames"].values()),
-        "0 unswapped frames (misses of 1-3)": out["unswapped"]["stabilised"] == 0}
+        "0 unswapped frames (misses of 1-3)": out["unswapped"]["stabilised"] == 0,
+        "crop jitter at most 0.6 %": c["jitter_pct"] <= 0.6,
+        "crop worst second difference at most 3 %": c["worst_pct"] <= 3.0}
     if png is not None:
         plot(png, raw, used, truth, width)
     return out
@@ -280,7 +320,7 @@ def measure(png: Path | None = None) -> dict[str, Any] | None:
 def report(fig: dict[str, Any]) -> str:
     r, s = fig["raw"], fig["stabilised"]
     lines = [f"stability ({fig['frames']} frames, face {fig['face_width_px']:g} px wide, "
-             f"YuNet found {fig['detected_frames']}):",
+             f"profile {PROFILE}, YuNet found {fig['detected_frames']}):",
              f"  {'':12} {'RMS error %':>12} {'jitter %':>9}  lag (frames) " +
              ", ".join(EVENTS),
              f"  {'raw':12} {r['rms_pct']:12.3f} {r['jitter_pct']:9.3f}  " +
@@ -289,7 +329,14 @@ def report(fig: dict[str, Any]) -> str:
              ", ".join(f"{v:+.2f}" for v in s["lag_frames"].values()),
              f"  unswapped frames inside the track: raw {fig['unswapped']['raw']}, stabilised "
              f"{fig['unswapped']['stabilised']} (hidden: {len(HIDDEN)})",
-             f"  stabiliser cost: {fig['cost_us_per_frame']:g} us per frame"]
+             f"  stabiliser cost: {fig['cost_us_per_frame']:g} us per frame",
+             f"  the swapper's crop ({CROP[0]}), its corners against the true motion, % of the "
+             f"face width:",
+             f"  {'':12} {'spread %':>12} {'jitter %':>9} {'worst %':>8}  frames"]
+    for name in ("raw", "stabilised"):
+        c = fig["crop"][name]
+        lines.append(f"  {name:12} {c['spread_pct']:12.3f} {c['jitter_pct']:9.3f} "
+                     f"{c['worst_pct']:8.3f}  {c['frames']}")
     lines += [f"  target {k}: {'met' if v else 'NOT met'}" for k, v in fig["targets"].items()]
     return "\n".join(lines)
 
