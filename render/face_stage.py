@@ -293,6 +293,8 @@ class FaceStage:
         if after:
             weights = np.minimum(weights, combine(after, results,
                                                   [face for _, face in faces], matrices))
+        if proc.opacity != 1.0:
+            weights = weights * np.float32(proc.opacity)
         for k, ((i, _), crop, m) in enumerate(zip(faces, results, matrices)):
             paste(frames[i], crop, m, weights if weights.ndim == 2 else weights[k])
         self.times.add("composite", time.perf_counter() - t0)

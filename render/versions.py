@@ -28,6 +28,7 @@ def _ask_installation() -> dict[str, Any]:
     import numpy as np
     import onnxruntime as ort
 
+    from .faces import align
     from .media.tools import ffmpeg_version_line, mkvmerge_version
     from .sessions import tensorrt_version
 
@@ -40,6 +41,7 @@ def _ask_installation() -> dict[str, Any]:
     trt = tensorrt_version()
     return {
         "render": __version__,
+        "alignment": align.VERSION,
         "image": image,
         "python": platform.python_version(),
         "onnxruntime": ort.__version__,
@@ -73,10 +75,11 @@ def prefetch_installation() -> None:
 
 
 def keyed(*, vfr: bool = False, mark: bool = False) -> dict[str, str]:
-    """Versions of everything that decides an output's bytes (part of the job key): mkvmerge only
+    """Versions of everything that decides an output's bytes (part of the job key; ``alignment``:
+    how faces are placed and pasted, :data:`render.faces.align.VERSION`): mkvmerge only
     where a variable frame rate is kept, c2pa only where outputs are marked."""
     inst = _installation()
-    out = {"render": inst["render"], "ffmpeg": inst["ffmpeg"] or "",
+    out = {"render": inst["render"], "alignment": inst["alignment"], "ffmpeg": inst["ffmpeg"] or "",
            "onnxruntime": inst["onnxruntime"], "opencv": inst["opencv"], "numpy": inst["numpy"]}
     if vfr:
         out["mkvmerge"] = inst["mkvmerge"] or ""

@@ -127,7 +127,7 @@ def test_masks():
     assert box[64, 64] == 1.0 and box[5, 64] == 0.0 and box[0, 0] == 0.0
     feather = make_mask("feather", 128, 0.0, 0.3)
     assert 0.0 < feather[12, 64] < 1.0 and feather[64, 64] == pytest.approx(1.0, abs=1e-3)
-    assert feather[0].max() == 0.0 and feather[:, -1].max() == 0.0
+    assert 0.0 < feather[0].max() < 0.1 and 0.0 < feather[:, -1].max() < 0.1   # FaceFusion's edge
     assert np.all(np.diff(feather[64, :64]) >= -1e-6)   # rises monotonically towards the centre
     with pytest.raises(ValueError):
         make_mask("oval", 128, 0, 0)

@@ -180,7 +180,7 @@ def _frames(n):
 
 def _negating_chain():
     proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None,
-                           crop_size=lambda kps: 128)
+                           crop_size=lambda kps: 128, opacity=1.0)
     return [ChainStep(proc, lambda crops: 255 - crops, paste_masks("box", 128, 0.0, 0.3))]
 
 

@@ -94,7 +94,8 @@ class Enhance:
     enabled: bool = _f(False, "run the face enhancer after swapping")
     model: str = _f("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer, GPEN or RestoreFormer++ contract)")
     precision: str = _f("fp32", "enhancer weights precision", choices=PRECISIONS)
-    blend: float = _f(0.8, "share of the enhanced face in the result", min=0.0, max=1.0)
+    blend: float = _f(0.8, "share of the enhanced face over the frame (pasted at blend x its mask)",
+                      min=0.0, max=1.0)
     weight: float = _f(0.5, "CodeFormer's fidelity weight: 0 restores the most, 1 keeps closest to "
                        "the input (other enhancers have no weight input)", min=0.0, max=1.0,
                        keyed="unless-default")

@@ -1,8 +1,19 @@
-"""5-point similarity warps onto each model's template, and their inverses."""
+"""5-point similarity warps onto each model's template, and their inverses.
+
+The fit is the least-squares similarity over all five points (rotation, uniform scale,
+translation), the alignment insightface trains its models with (Umeyama's) and the one
+FaceFusion's ``estimateAffinePartial2D(RANSAC, threshold 100)`` settles on when every point is
+an inlier. A robust fit (LMEDS) drops points of a face that does not fit the template closely,
+which real faces never do: the crop then jumps from frame to frame.
+"""
 from __future__ import annotations
 
 import cv2
 import numpy as np
+
+#: enters the job key (``versions.keyed``): raise it whenever the fit, the crop or the paste back
+#: changes an output's bytes, so work folders, shards and reports made before are never mixed in
+VERSION = "2"
 
 # (x, y) as fractions of the crop side; see docs: production model contracts.
 TEMPLATES: dict[str, np.ndarray] = {
@@ -30,13 +41,26 @@ def template_points(template: str, size: int) -> np.ndarray:
 
 
 def estimate(kps: np.ndarray, template: str, size: int) -> np.ndarray:
-    """2×3 similarity matrix mapping frame points onto the template scaled to ``size``."""
-    dst = template_points(template, size)
-    matrix, _ = cv2.estimateAffinePartial2D(kps.astype(np.float32), dst, method=cv2.LMEDS)
-    if matrix is None:  # degenerate points: fall back to the exact least-squares solution
-        matrix, _ = cv2.estimateAffinePartial2D(kps.astype(np.float32), dst, method=cv2.RANSAC,
-                                                ransacReprojThreshold=1e9)
-    return matrix.astype(np.float32)
+    """2×3 similarity matrix mapping frame points onto the template scaled to ``size``: the least
+    squares fit over all five points, in closed form (float64, rounded to float32 once)."""
+    return similarity(kps, template_points(template, size)).astype(np.float32)
+
+
+def similarity(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The 2×3 ``[[a, -b, tx], [b, a, ty]]`` minimising the squared distances of the mapped
+    ``src`` points to ``dst``; points that all coincide give a translation."""
+    p = np.asarray(src, np.float64).reshape(-1, 2)
+    q = np.asarray(dst, np.float64).reshape(-1, 2)
+    ps, qs = p.mean(axis=0), q.mean(axis=0)
+    pc, qc = p - ps, q - qs
+    norm = float(np.sum(pc * pc))
+    if norm <= 1e-12:
+        a, b = 1.0, 0.0
+    else:
+        a = float(np.sum(pc * qc)) / norm
+        b = float(np.sum(pc[:, 0] * qc[:, 1] - pc[:, 1] * qc[:, 0])) / norm
+    rot = np.array([[a, -b], [b, a]])
+    return np.hstack([rot, (qs - rot @ ps)[:, None]])
 
 
 def warp(frame: np.ndarray, matrix: np.ndarray, size: int) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""Face enhancers (GFPGAN, CodeFormer, GPEN): aligned crops in −1..1, enhanced crops out, blended
-with the input crop. CodeFormer's graph has a second input, ``weight`` (float64 [1], its fidelity:
-0 = the most restored, 1 = the closest to the input)."""
+"""Face enhancers (GFPGAN, CodeFormer, GPEN): aligned crops in −1..1, enhanced crops out. The
+blend with the frame happens at the paste back (the step's ``opacity``), as FaceFusion blends
+the pasted frame with the original. CodeFormer's graph has a second input, ``weight`` (float64
+[1], its fidelity: 0 = the most restored, 1 = the closest to the input)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,13 +13,12 @@ from .swap import input_dtype
 
 
 class Enhancer:
-    def __init__(self, lazy: LazySession, blend: float, weight: float = 0.5) -> None:
+    def __init__(self, lazy: LazySession, weight: float = 0.5) -> None:
         self.lazy = lazy
-        self.blend = blend
         self.weight = weight
 
     def enhance(self, crops: np.ndarray) -> np.ndarray:
-        """(N,S,S,3) BGR uint8 → enhanced and blended (N,S,S,3) BGR uint8."""
+        """(N,S,S,3) BGR uint8 → enhanced (N,S,S,3) BGR uint8."""
         session = self.lazy.session
         inputs = session.get_inputs()
         inp = next((i for i in inputs if i.name != "weight"), inputs[0])
@@ -33,10 +33,6 @@ class Enhancer:
         np.add(out, 1.0, out=out)
         np.divide(out, 2.0, out=out)
         np.multiply(out, 255.0, out=out)
-        np.multiply(out, self.blend, out=out)             # blend * enhanced + (1 - blend) * crop
-        rest = planes.astype(np.float32)
-        np.multiply(rest, 1.0 - self.blend, out=rest)
-        np.add(out, rest, out=out)
         np.rint(out, out=out)
         np.clip(out, 0, 255, out=out)
         return to_bgr_nhwc(out.astype(np.uint8))

@@ -49,25 +49,23 @@ NO_SIDES: Sides = (0.0, 0.0, 0.0, 0.0)
 
 def box_mask(size: int, padding: float = 0.0, feather: float = 0.0,
              sides: Sides = NO_SIDES) -> np.ndarray:
-    """float32 (size, size) in 0..1.
+    """float32 (size, size) in 0..1, FaceFusion's box mask.
 
     ``padding`` cuts that share of the side from each edge; ``sides`` (top, right, bottom, left,
     in percent of the side, truncated to whole pixels as FaceFusion does) cut more from one edge
-    where larger. ``feather`` > 0 softens the edges with a Gaussian whose reach is that share of
-    the side; the mask is zero on the crop border either way, so nothing outside the crop can
-    change.
+    where larger. ``feather`` > 0 softens the edges with a Gaussian: its amount is that share of
+    half the side, truncated to whole pixels, half of it cut from each edge and a quarter of it
+    the sigma (the blurred edge reaches a few hundredths at the crop's border, as FaceFusion's).
+    Without feather the outermost pixels are cut, so the crop's border never shows.
     """
     mask = np.zeros((size, size), np.float32)
     pad = int(round(size * padding))
-    blur = int(round(size * feather * 0.5))
+    blur = int(size * feather * 0.5)
     inner = max(pad, blur // 2, 1)
     top, right, bottom, left = (max(inner, int(size * s / 100.0)) for s in sides)
     mask[top:max(top, size - bottom), left:max(left, size - right)] = 1.0
     if blur > 0:
-        sigma = max(blur * 0.25, 0.5)
-        mask = cv2.GaussianBlur(mask, (0, 0), sigma)
-        mask[:1, :] = mask[-1:, :] = 0.0
-        mask[:, :1] = mask[:, -1:] = 0.0
+        mask = cv2.GaussianBlur(mask, (0, 0), blur * 0.25)
     return mask
 
 

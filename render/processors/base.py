@@ -37,6 +37,9 @@ class FaceProcessor:
     size: int = 0
     #: the processor takes the source image and its face (:meth:`bind_face`), not the embedding
     takes_source_image = False
+    #: the share of its result pasted over the frame (its paste mask times this): an enhancer's
+    #: blend, so the rest is the frame's own pixels and not the crop resampled twice
+    opacity = 1.0
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         self.step = step
