@@ -88,6 +88,39 @@ class OneEuro:
         return self._x * self.scale
 
 
+class PoseFilter:
+    """A One-Euro filter over a face's points split into its pose and its shape.
+
+    The pose is the similarity (``align.similarity``) that carries the track's first 5 key points
+    onto this frame's: its centre, and its scale and angle (as the distance a point half a face
+    width out moves). The shape is every point carried back by that pose. Each part has its own
+    speeds: while a face crosses the frame its centre moves fast and the filter lets it follow,
+    but its scale, angle and shape hardly change and stay smoothed hard. Filtered point by point
+    instead, the speed of the move opened the cutoff for all of it, and the detector's noise in
+    the points' shape went through as a tremble of the crop's scale and angle, largest at its
+    corners."""
+
+    def __init__(self, first: np.ndarray, **params: float) -> None:
+        self.reference = np.asarray(first, np.float64)[:5] - np.asarray(first, np.float64)[:5].mean(0)
+        self.pose = OneEuro(**params)
+        self.shape = OneEuro(**params)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        from .align import similarity
+
+        p = np.asarray(points, np.float64)
+        m = similarity(self.reference, p[:5])
+        a, b = m[0, 0], m[1, 0]
+        scale, angle = math.hypot(a, b), math.atan2(b, a)
+        half = 0.5 * self.pose.scale
+        pose = self.pose(np.array([m[:, 2], [math.log(scale) * half, angle * half]]))
+        shape = self.shape((p - m[:, 2]) @ np.linalg.inv(m[:, :2]).T)
+        scale, angle = math.exp(pose[1, 0] / half), pose[1, 1] / half
+        rot = scale * np.array([[math.cos(angle), -math.sin(angle)],
+                                [math.sin(angle), math.cos(angle)]])
+        return shape @ rot.T + pose[0]
+
+
 class FaceFilter:
     """One track's filter: a face in, the face with its points (:func:`face_points`) smoothed
     out. A face with other points than the last (landmarks that came or went) starts the filter
@@ -96,11 +129,11 @@ class FaceFilter:
     def __init__(self, first: Face, *, min_cutoff: float, beta: float, d_cutoff: float) -> None:
         self._params = {"min_cutoff": min_cutoff, "beta": beta, "d_cutoff": d_cutoff,
                         "scale": float(first.box[2] - first.box[0])}
-        self._filter = OneEuro(**self._params)
+        self._filter = PoseFilter(face_points(first), **self._params)
         self._count = len(face_points(first))
 
     def __call__(self, face: Face) -> Face:
         points = face_points(face)
         if len(points) != self._count:
-            self._filter, self._count = OneEuro(**self._params), len(points)
+            self._filter, self._count = PoseFilter(points, **self._params), len(points)
         return with_points(face, self._filter(points))
