@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import math
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import cv2
@@ -40,6 +38,7 @@ from render.processors.steps import Step
 from render.sessions import LazySession
 from render.standins import media, quality
 from conftest import cli_env, model_args, run_cli
+from test_segments import kill_after_segments
 
 #: every template a manifest entry or a processor uses, at the sides they are used at
 IN_USE = [("arcface_112_v1", 112), ("arcface_112_v2", 112), ("arcface_128", 128),
@@ -312,29 +311,11 @@ def test_the_enhancers_blend_is_with_the_frame_after_the_paste(enhancer_models):
 OLD = Path(__file__).with_name("old_alignment.py")
 
 
-def _old_render(args: list[str], *, kill_after: int | None = None, out_dir: Path) -> None:
-    """Render with the code before the change; SIGKILL it once ``kill_after`` segments are
-    committed."""
-    proc = subprocess.Popen([sys.executable, str(OLD), *args], env=cli_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        if kill_after is None:
-            assert proc.wait(300) == 0, proc.stderr.read()
-            return
-        deadline = time.time() + 120
-        while time.time() < deadline and proc.poll() is None:
-            done = [p for w in out_dir.glob(".*.render-*") for p in w.glob("seg-*.mp4")]
-            if len(done) >= kill_after:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the render finished before it could be killed"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+def _old_render(args: list[str]) -> None:
+    """Render with the code before the change."""
+    r = subprocess.run([sys.executable, str(OLD), *args], env=cli_env(), capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
 
 
 def test_work_from_before_the_alignment_change_is_never_mixed_in(workdir, standin_models):
@@ -356,7 +337,7 @@ def test_work_from_before_the_alignment_change_is_never_mixed_in(workdir, standi
         clean[name] = sha256_file(out_dir / name)
         for p in (out_dir / name, report_path(out_dir / name)):
             p.unlink()
-    _old_render(args("clip.mp4"), kill_after=1, out_dir=out_dir)
+    kill_after_segments(args("clip.mp4"), out_dir, 1, program=(str(OLD),))
     (old,) = [p for p in out_dir.iterdir() if ".render-" in p.name]
     segments = json.loads((old / "plan.json").read_text())["segments"]
     whole = sum(s["preroll"] + s["end"] - s["start"] + s["lookahead"] for s in segments)
@@ -366,7 +347,7 @@ def test_work_from_before_the_alignment_change_is_never_mixed_in(workdir, standi
     assert "resuming" not in r.stderr and not old.exists()
     assert sha256_file(out_dir / "clip.mp4") == clean["clip.mp4"]
 
-    _old_render(args("done.mp4"), out_dir=out_dir)
+    _old_render(args("done.mp4"))
     before = json.loads(report_path(out_dir / "done.mp4").read_text())
     assert before["versions"]["alignment"] == "1"
     check = run_cli("verify", str(report_path(out_dir / "done.mp4")))

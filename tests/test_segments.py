@@ -80,9 +80,10 @@ def committed(out_dir: Path) -> list[Path]:
             if re.fullmatch(r"seg-\d{4}\.(mp4|mkv)", p.name)]
 
 
-def kill_after_segments(args: list[str], out_dir: Path, n: int) -> None:
-    """Start a render, SIGKILL it once ``n`` segments are committed."""
-    proc = subprocess.Popen([sys.executable, "-m", "render", *args], env=cli_env(),
+def kill_after_segments(args: list[str], out_dir: Path, n: int,
+                        program: tuple[str, ...] = ("-m", "render")) -> None:
+    """Start a render (``python PROGRAM ARGS``), SIGKILL it once ``n`` segments are committed."""
+    proc = subprocess.Popen([sys.executable, *program, *args], env=cli_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
