@@ -22,6 +22,9 @@
 # which a later run reuses when it holds bin/ffmpeg and bin/ffprobe. The binaries link only the
 # C library (glibc ≥ Debian 12's 2.36).
 set -euo pipefail
+case "${1:-}" in    # the header above is the usage
+    -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 caller=$PWD                     # relative --out and FFMPEG_BUILD are the caller's
 cd "$(dirname "$0")/.."
 

@@ -22,6 +22,9 @@
 #
 # Without a GPU, `bench/gpu_check.sh -- --cpu` is the dry run of every step on the CPU provider.
 set -uo pipefail
+case "${1:-}" in    # the header above is the usage
+    -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 caller=$PWD                     # relative --wheels, --bundle and --out are the caller's
 cd "$(dirname "$0")/.."
 

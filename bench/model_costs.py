@@ -278,4 +278,10 @@ def table() -> str:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m bench.model_costs",
+                            description="print each production model's counted cost per call "
+                                        "(multiply-accumulates of its published architecture)"
+                            ).parse_args()
     print(table())

@@ -235,6 +235,10 @@ if __name__ == "__main__":        # time_alone's child: one JSON spec in, one JS
     import json
     import sys
 
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print("usage: python -m bench.realistic SPEC\n\ntime_alone's child process: one JSON "
+              "spec in, one JSON line out (the realistic cases are run by python -m bench.run)")
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     _spec = json.loads(sys.argv[1])
     print(json.dumps(time_alone_here(_spec["overrides"], Path(_spec["clip"]), _spec["threads"],
                                      calls=_spec["calls"], models=_spec.get("models", False))))

@@ -21,6 +21,10 @@ LIMIT_S = 120.0
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(prog="python bench/smoke.py",
+                            description=__doc__.splitlines()[0]).parse_args()
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-smoke-") as tmp:
         raw = Path(tmp) / "bench.json"

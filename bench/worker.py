@@ -64,6 +64,9 @@ def _ort_threads(renderer) -> int | None:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) > 1 and argv[1] in ("-h", "--help"):
+        sys.stdout.write(__doc__)
+        return 0
     spec = json.loads(argv[1] if len(argv) > 1 else sys.stdin.read())
     overrides = {str(k): str(v) for k, v in spec["overrides"].items()}
 

@@ -34,10 +34,14 @@ class Batch:
         if self.skipped:
             parts.append(f"{len(self.skipped)} up to date")
         text = ", ".join(parts)
-        if self.failed:
-            text += f", {len(self.failed)} failed: " + "; ".join(
-                f"{job.target.name} — {exc}" for job, exc in self.failed)
+        if self.failed:      # each failure's reason was its own line, as it happened
+            text += f", {len(self.failed)} failed: " + ", ".join(
+                job.target.name for job, _ in self.failed)
         return text
+
+    def reasons(self) -> str:
+        """Each failed target with its reason, for a record read later (a job of the spool)."""
+        return "; ".join(f"{job.target.name} — {exc}" for job, exc in self.failed)
 
 
 class BatchFailed(RenderError):
@@ -88,10 +92,15 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
     report has this render's job key are skipped (``skip_done``). ``on_segment`` and
     ``on_progress`` get the job, then what :class:`~render.execute.Hooks` tells; ``on_device``
     the device taken."""
-    jobs = plan_jobs(cfg)
-    owner = {"job": (meta or {}).get("job") or f"cli-{os.getpid()}",
-             "target": jobs[0].target.name if len(jobs) == 1 else str(jobs[0].target.parent)}
     batch = Batch()
+    jobs = plan_jobs(cfg, batch.failed)
+    for job, exc in batch.failed:           # targets of a folder refused before any work
+        log.error("%s: %s", job.target.name, exc)
+    if not jobs:
+        raise BatchFailed(batch)
+    folder = len(jobs) + len(batch.failed) > 1
+    owner = {"job": (meta or {}).get("job") or f"cli-{os.getpid()}",
+             "target": jobs[0].target.name if not folder else str(jobs[0].target.parent)}
     with device_lock(cfg, owner, on_wait) as held:
         if held is not None and on_device is not None:
             on_device(held.device.label)
@@ -115,12 +124,12 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
                 log.info("%s: up to date (%s), skipped", job.target.name, done)
                 batch.skipped.append(job)
             except (MediaError, UsageError, RenderFailed) as exc:
-                if len(jobs) == 1:
+                if not folder:
                     raise
                 log.error("%s: %s", job.target.name, exc)
                 batch.failed.append((job, exc))
     if batch.failed:
         raise BatchFailed(batch)
-    if len(jobs) > 1:
+    if folder:
         log.info("%s", batch.summary())
     return batch

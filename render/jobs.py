@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
-from .errors import MediaError, UsageError
+from .errors import MediaError, RenderError, UsageError
 from .files import not_regular
 from .media.formats import IMAGE_EXTS, OUTPUT_EXTS, VIDEO_EXTS
 from .media.tools import ffmpeg_output_pixel_formats
@@ -33,8 +33,12 @@ def _is_media(path: Path) -> bool:
         and not path.name.startswith(".")
 
 
-def plan_jobs(cfg: Config) -> list[Job]:
-    """Resolve source, targets and outputs from the config; fail before any work is done."""
+def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None) -> list[Job]:
+    """Resolve source, targets and outputs from the config; fail before any work is done. For a
+    folder of targets, ``refused`` (when given) collects the targets that cannot be rendered (an
+    output name too long, an output that would overwrite an input) instead of failing the whole
+    batch for one of them."""
+    check_paths(cfg)
     input_dir = Path(cfg.input_dir) if cfg.input_dir else None
     if cfg.source:
         source = Path(cfg.source)
@@ -87,21 +91,80 @@ def plan_jobs(cfg: Config) -> list[Job]:
     if cfg.select.reference:
         inputs["the reference image"] = Path(cfg.select.reference)
         _check_regular(inputs["the reference image"], "reference image")
+    if folder is not None and outputs:
+        _check_writable(outputs[0].parent)        # the same folder for every target: said once
     jobs = []
     for t, o in zip(targets, outputs):
-        if o.suffix.lower() not in OUTPUT_EXTS:
-            raise UsageError(f"output {o}: cannot write '{o.suffix}' files (use one of "
-                             f"{', '.join(sorted(OUTPUT_EXTS))})")
-        written = o.resolve()
-        for what, path in {"its target": t, **inputs}.items():
-            if written == path.resolve():
-                raise UsageError(f"output {o} would overwrite {what}")
-        if o.is_dir():
-            raise UsageError(f"output {o} is a folder: give the file to write (or output_dir=)")
-        _check_writable(o.parent)
-        _check_name_length(o)
+        try:
+            _check_job(t, o, inputs)
+        except (UsageError, MediaError) as exc:
+            if refused is None or folder is None:
+                raise
+            refused.append((Job(source, t, o), exc))
+            continue
         jobs.append(Job(source, t, o))
     return jobs
+
+
+def _check_job(t: Path, o: Path, inputs: dict[str, Path]) -> None:
+    """One target's output can be written: its type, no input overwritten, not a folder, its
+    folder writable, its name short enough for the names made from it."""
+    if o.suffix.lower() not in OUTPUT_EXTS:
+        raise UsageError(f"output {o}: cannot write '{o.suffix}' files (use one of "
+                         f"{', '.join(sorted(OUTPUT_EXTS))})")
+    written = o.resolve()
+    for what, path in {"its target": t, **inputs}.items():
+        if written == path.resolve():
+            raise UsageError(f"output {o} would overwrite {what}")
+    if o.is_dir():
+        raise UsageError(f"output {o} is a folder: give the file to write (or output_dir=)")
+    _check_writable(o.parent)
+    _check_name_length(o)
+
+
+def check_paths(cfg: Config) -> None:
+    """The path-valued keys a render writes to or reads from besides its media, checked before
+    anything is loaded or made: a file to append to (``debug.faces``), the folders it makes
+    (``cache_dir``, ``lock_dir``), the signing certificate and key it reads."""
+    if cfg.debug.faces:
+        _check_append_file(Path(cfg.debug.faces).expanduser(), "debug.faces")
+    for key, value in (("cache_dir", cfg.cache_dir), ("lock_dir", cfg.lock_dir)):
+        if value:
+            _check_folder(Path(value).expanduser(), key)
+    for key, value in (("mark.cert", cfg.mark.cert), ("mark.key", cfg.mark.key)):
+        if value and cfg.mark.enabled:
+            path = Path(value).expanduser()
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise UsageError(f"{key}={value}: no readable file there")
+
+
+def _check_append_file(path: Path, key: str) -> None:
+    """``path`` can be appended to: a writable regular file, or a new one in a writable folder."""
+    if path.is_dir():
+        raise UsageError(f"{key}={path} is a folder: give a file to append the lines to")
+    kind = not_regular(path)
+    if kind is not None:
+        raise UsageError(f"{key}={path} is {kind}, not a regular file")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{key}={path} is not writable by this user (uid {os.getuid()})")
+        return
+    if not path.parent.is_dir():
+        raise UsageError(f"{key}={path}: folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{key}={path}: folder {path.parent} is not writable by this user "
+                         f"(uid {os.getuid()})")
+
+
+def _check_folder(path: Path, key: str) -> None:
+    """``path`` is a writable folder, or can be made: its nearest existing parent is one."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{key}={path}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{key}={path}: {probe} is not writable by this user (uid {os.getuid()})")
 
 
 def _check_regular(path: Path, what: str) -> None:

@@ -37,7 +37,9 @@ def frame_range(cfg: Config, info: MediaInfo, times: FrameTimes) -> tuple[int, i
         start = _frame_at(times, info.fps, trim.start, total)
         end = total if trim.end is None else _frame_at(times, info.fps, trim.end, total)
     if start >= total:
-        raise UsageError(f"trim starts at frame {start}, past the end of {info.path} "
+        at = f"frame {start}" if trim.unit == "f" else \
+            f"{trim.start:g}s (frame {math.ceil(trim.start * float(info.fps) - 1e-6)})"
+        raise UsageError(f"trim starts at {at}, past the end of {info.path} "
                          f"({total} frames, {info.duration:g}s)")
     if end <= start:
         raise UsageError(f"trim {cfg.trim} selects no frame of {info.path}")

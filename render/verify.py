@@ -185,7 +185,9 @@ def main(args: Sequence[str], stream: IO[str] | None = None) -> int:
     try:
         rerender = int(opts.pop("rerender", "0"))
     except ValueError:
-        raise UsageError("rerender=N needs a whole number of segments") from None
+        rerender = -1
+    if rerender < 0:
+        raise UsageError("rerender=N needs a whole number of segments, 0 or more")
     data = reports.load(path)
     # the output is the file beside its report (OUTPUT.report.json), wherever the pair was moved
     # or copied to; the path recorded inside is where it was made

@@ -234,7 +234,8 @@ class Worker:
             return
         except BatchFailed as exc:
             reports += [str(r.report_path) for r in exc.batch.rendered]
-            self.spool.finish(claim, "failed", {"error": str(exc), "reports": reports,
+            self.spool.finish(claim, "failed", {"error": f"{exc} ({exc.batch.reasons()})",
+                                                "reports": reports,
                                                 "rendered": counts["rendered"] + len(exc.batch.rendered)})
             log.error("job %s failed: %s", job.id, exc)
             return

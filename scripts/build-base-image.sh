@@ -10,6 +10,9 @@
 # package set changes). Needs root (debootstrap chroots).
 # Environment: SUITE (bookworm), MIRROR (http://deb.debian.org/debian), FORCE.
 set -euo pipefail
+case "${1:-}" in    # the header above is the usage
+    -h|--help) sed -n '2,/^set -/{/^set -/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 
 NAME="${1:-render-base:bookworm-2}"
 SUITE="${SUITE:-bookworm}"

@@ -9,6 +9,8 @@ table from ``render.memory.STRATEGIES``, so the page cannot drift from the code.
 """
 from __future__ import annotations
 
+import argparse
+
 import dataclasses
 import sys
 from pathlib import Path
@@ -162,13 +164,15 @@ def render_page() -> str:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python scripts/config_doc.py",
+                                     description=f"write {OUT.relative_to(ROOT)} from the "
+                                                 f"config schema")
+    parser.add_argument("--stdout", action="store_true", help="print the page instead")
+    args = parser.parse_args(argv)
     page = render_page()
-    if argv == ["--stdout"]:
+    if args.stdout:
         sys.stdout.write(page)
         return 0
-    if argv:
-        sys.stderr.write("usage: python scripts/config_doc.py [--stdout]\n")
-        return 2
     OUT.parent.mkdir(exist_ok=True)
     tmp = OUT.with_name(OUT.name + ".tmp")
     tmp.write_text(page)

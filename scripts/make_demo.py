@@ -10,6 +10,7 @@ downloading real weights. They "swap" a face by tinting it; real faces need the 
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -18,7 +19,10 @@ from render.standins import media
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else Path("demo")
+    parser = argparse.ArgumentParser(prog="python scripts/make_demo.py",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir", nargs="?", default="demo", help="the folder to write (./demo)")
+    out = Path(parser.parse_args(argv).dir)
     (out / "in").mkdir(parents=True, exist_ok=True)
     (out / "out").mkdir(parents=True, exist_ok=True)
     standins.write_standins(out / "models")

@@ -13,6 +13,7 @@ DEMO/cache, so runs that share the DEMO folder sign with the same key and compar
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shutil
 import subprocess
@@ -42,9 +43,12 @@ def render(*args: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        raise SystemExit(__doc__)
-    demo, work = Path(argv[0]).resolve(), Path(argv[1]).resolve()
+    parser = argparse.ArgumentParser(prog="python scripts/render_hashes.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("demo", help="a folder made by scripts/make_demo.py")
+    parser.add_argument("work", help="the folder to render into (emptied first)")
+    args = parser.parse_args(argv)
+    demo, work = Path(args.demo).resolve(), Path(args.work).resolve()
     shutil.rmtree(work, ignore_errors=True)
     (work / "out").mkdir(parents=True)
     clip, source = demo / "in" / "clip.mp4", demo / "in" / "source.jpg"

@@ -281,7 +281,8 @@ def test_folder_mode_goes_on_past_a_bad_file_and_reruns_are_idempotent(workdir, 
     r = run_cli(*args)
     assert r.returncode == 3, r.stderr
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("render: error: 3 rendered, 1 failed: bad.mov — "), last
+    assert last == "render: error: 3 rendered, 1 failed: bad.mov", last
+    assert len([ln for ln in r.stderr.splitlines() if ln.startswith("render: bad.mov: ")]) == 1, r.stderr
     outs = sorted(p.name for p in (workdir / "out").iterdir() if p.suffix == ".mp4")
     assert outs == ["a.mp4", "b.mp4", "c.mp4"]
     mtimes = {p: p.stat().st_mtime_ns for p in (workdir / "out").iterdir()}

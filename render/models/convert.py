@@ -225,6 +225,12 @@ def convert(entry: ModelEntry, precision: str, models_dir: Path, manifest: Manif
                          f"{entry.name} fp16` is supported")
     if entry.precision == "fp16":
         raise UsageError(f"model {entry.name} is already fp16: nothing to convert")
+    try:
+        import onnxconverter_common  # noqa: F401 - the converter, an optional dependency
+    except ImportError:
+        raise UsageError("render models convert needs onnxconverter-common, which is not "
+                         "installed here: pip install onnxconverter-common (from a checkout: "
+                         "pip install -e '.[convert]')") from None
     pinned = entry.variants.get("fp16")
     if pinned:
         raise UsageError(f"model {entry.name} has a pinned fp16 file ({pinned}): run "

@@ -142,10 +142,19 @@ class LoadedModels:
                 *(p.record() for p in self.processors), *(m.record() for m in self._extras())]
 
 
+def _section_contracts(section: str) -> frozenset[str]:
+    """The contracts a section's ``model`` may have (``swap.model`` a swapper's)."""
+    return frozenset(c for c in registry.contracts() if c.startswith(SECTIONS[section]))
+
+
 def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     """Verify every model ``cfg`` needs and wire detector, embedder and processors; their
     sessions on a GPU provider run on CUDA device ``device_id`` (None: device 0)."""
     store = model_store(cfg)
+    for step in chain_steps(cfg):   # a model of the wrong kind is told so before its precision
+        if step.name in SECTIONS:
+            _check_contract(store.manifest.get(step.model), f"{step.name}.model",
+                            _section_contracts(step.name))
     resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
     factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
     models: LoadedModels | None = None
@@ -167,9 +176,7 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     for step in chain_steps(cfg):
         entry = resolved[(step.model, step.precision)]
         if step.name in SECTIONS:
-            kind = SECTIONS[step.name]
-            _check_contract(entry, f"{step.name}.model",
-                            frozenset(c for c in registry.contracts() if c.startswith(kind)))
+            _check_contract(entry, f"{step.name}.model", _section_contracts(step.name))
         else:
             _check_contract(entry, "processors", registry.contracts())
         cls = registry.processor_class(entry.contract)
