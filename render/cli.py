@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -193,5 +194,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 5
 
 
+def entry() -> None:
+    """The ``render`` command as a process: :func:`main`, then the process winds down with its
+    work done. Python's shutdown puts the default handlers back, so a SIGTERM then killed the
+    finished process without a word (exit 143, its output complete): it is ignored instead."""
+    code = main()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

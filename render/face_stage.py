@@ -233,12 +233,12 @@ class FaceStage:
         colours = self._colours(entries, kept) if self.colour is not None else None
         if self.debug is not None:
             self.debug.frames(kept, self._start - self._first, self.chain)
-        self.times.faces += len(faces)
-        self.times.frames_touched += len({i for i, _ in faces})
         ready = Ready(frames, dropped=len(entries) - len(kept))
-        if self.debug is not None and self.debug.overlay:
+        if self.debug is not None and self.debug.overlay:     # drawn, not swapped: not counted
             ready.rest = (lambda: self.debug.draw(kept)) if kept else None
         elif faces:
+            self.times.faces += len(faces)
+            self.times.frames_touched += len({i for i, _ in faces})
             ready.rest = lambda: self.swap(frames, faces, colours)
         return ready
 

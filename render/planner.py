@@ -50,7 +50,7 @@ class Planner:
         return Identity(target_sha256=sha(job.target), source_sha256=sha(job.source),
                         reference_sha256=sha(ref) if ref is not None else None,
                         models={e.name: e.sha256 for e in self.models.entries()},
-                        versions=versions.keyed(vfr=vfr, mark=self.cfg.mark.enabled))
+                        versions=versions.keyed(vfr=vfr, mark=self.cfg.marked))
 
     def plan(self, job: Job) -> RenderPlan:
         """Probe the target, count its frames and plan the render; nothing is written."""
@@ -75,7 +75,7 @@ class Planner:
                                f"times needs mkvmerge (install mkvtoolnix)")
         output = job.output.absolute()
         metadata: list[tuple[str, str]] = []
-        if self.cfg.mark.enabled and not info.is_image:
+        if self.cfg.marked and not info.is_image:
             metadata = marking.metadata_pairs(__version__, output_format(output)[1])
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),

@@ -59,7 +59,7 @@ class Renderer:
         tune_allocator()                # before any thread starts allocating
         versions.prefetch_installation()
         self.models = load_models(cfg, device_id=device_id)
-        if cfg.mark.enabled:   # while the render starts, not at the end of the first render
+        if cfg.marked:   # while the render starts, not at the end of the first render
             # not a daemon: the interpreter waits for it before it finalises. A daemon thread
             # still importing then (a quick `render verify`) ends inside the Rust code of c2pa or
             # cryptography, which aborts the process ("FATAL: exception not rethrown")
@@ -86,7 +86,8 @@ class Renderer:
         return marking.Marker.for_render(self.cfg.mark, kind=plan.kind, output=output,
                                          cache_dir=self.cfg.cache_path,
                                          instance=f"{plan.key}:{output.name}",
-                                         version=__version__, record=marks)
+                                         version=__version__, record=marks,
+                                         enabled=self.cfg.marked)
 
     def executor(self, job: Job, plan: RenderPlan, marks: dict | None = None, *,
                  stop: StopToken | None = None, on_segment: Callable | None = None,

@@ -216,7 +216,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
                                    if times is not None and times.frames else None),
         },
         "memory": dict(memory),
-        "synthetic": True,
+        "synthetic": not plan.config.get("debug.overlay"),   # the overlay swaps nothing
         "swapped": {"faces": faces, "frames_touched": touched, "frames": frames},
         "marks": dict(marks),
         "job": dict(job) if job else None,

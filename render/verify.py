@@ -127,7 +127,7 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
         else:
             out.append(Check(True, f"C2PA manifest: none ({c2pa.get('reason', 'not signed')})"))
     elif not marks.get("enabled"):
-        out.append(Check(True, "marks: off for this render (mark.enabled=false)"))
+        out.append(Check(True, "marks: off for this render (mark.enabled=false, or debug.overlay=true)"))
 
     if cfg is not None:
         out += _rerun_checks(data, cfg, rerender)

@@ -4,8 +4,10 @@ non-zero exit, nothing half-written."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,53 @@ def test_a_trim_past_the_end_names_its_own_frame(workdir, standin_models):
                 *model_args(standin_models, workdir / "cache"))
     line = _one_error_line(r)
     assert "trim starts at 5s (frame 125), past the end of" in line and "(77 frames" in line
+
+
+def _render(workdir: Path, models: Path, target: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "render", f"source={workdir / 'in' / 'source.jpg'}",
+                             f"target={target}", f"output={out}", "lock.device=none",
+                             *model_args(models, workdir / "cache"), *extra],
+                            env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.03, 0.1])
+def test_a_sigterm_after_the_report_never_kills_the_finished_render_silently(
+        delay, workdir, clip, standin_models):
+    """Python's shutdown put the default handler back: a SIGTERM then ended a finished render
+    with 143 and no line. Now it ends 0 (or, inside the commit, 130 with its line), the output
+    and report complete."""
+    out = workdir / "out" / "clip.mp4"
+    proc = _render(workdir, standin_models, clip.path, out)
+    report = Path(f"{out}.report.json")
+    deadline = time.monotonic() + 120
+    while not report.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(delay)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 130), (proc.returncode, err)
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1] == "render: error: terminated", err
+    assert run_cli("verify", str(report)).returncode == 0
+
+
+def test_a_decoder_killed_from_outside_is_a_failed_render_not_bad_input(workdir, standin_models):
+    target = mf.make_clip(workdir / "in" / "long.mp4", width=640, height=360, seconds=8.0).path
+    proc = _render(workdir, standin_models, target, workdir / "out" / "long.mp4",
+                   "segment.seconds=1", "execution.threads=1")
+    deadline = time.monotonic() + 60
+    decoder = ""
+    while not decoder and proc.poll() is None and time.monotonic() < deadline:
+        found = subprocess.run(["pgrep", "-f", f"ffmpeg .*-i {target}"], capture_output=True,
+                               text=True).stdout.split()
+        decoder = found[0] if found else ""
+        time.sleep(0.05)
+    assert decoder, "no decoder was seen"
+    os.kill(int(decoder), signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 5, err
+    line = err.strip().splitlines()[-1]
+    assert line == (f"render: error: the decoder of {target} was stopped from outside "
+                    f"(killed by signal 9): render again"), err

@@ -382,6 +382,7 @@ def test_debug_faces_and_overlay_through_the_cli(workdir, standin_models, tmp_pa
     each frame once and in order, the face found wherever the clip has one; the overlay render
     is another job (its own key) whose frames differ from the swapped ones."""
     from conftest import model_args, run_cli
+    from render.mark.tags import read_tag
     from render.standins import media as mf
 
     clip = mf.make_clip(tmp_path / "clip.mp4", width=640, height=360, seconds=2.0, audio=False)
@@ -400,6 +401,13 @@ def test_debug_faces_and_overlay_through_the_cli(workdir, standin_models, tmp_pa
     swap, overlay = (json.loads((workdir / "out" / f"{n}.mp4.report.json").read_text())
                      for n in ("swap", "overlay"))
     assert swap["job_key"] != overlay["job_key"]
+    # the overlay swaps nothing: no face counted, not declared synthetic, not marked
+    assert swap["swapped"]["faces"] > 0 and swap["synthetic"] and swap["marks"]["tag"]
+    assert overlay["swapped"]["faces"] == overlay["swapped"]["frames_touched"] == 0
+    assert overlay["synthetic"] is False and overlay["marks"]["enabled"] is False
+    assert read_tag(workdir / "out" / "overlay.mp4") is None
+    assert read_tag(workdir / "out" / "swap.mp4")
+    assert run_cli("verify", str(workdir / "out" / "overlay.mp4")).returncode == 0
     a = mf.read_frames(workdir / "out" / "swap.mp4")
     b = mf.read_frames(workdir / "out" / "overlay.mp4")
     i = clip.frames_with_faces()[len(clip.frames_with_faces()) // 2]

@@ -343,6 +343,12 @@ class Config:
             Path("~/.cache/render/models").expanduser()
 
     @property
+    def marked(self) -> bool:
+        """Outputs carry the synthetic-media marks: ``mark.enabled``, unless ``debug.overlay``
+        drew the faces instead of swapping them (nothing synthetic to declare)."""
+        return self.mark.enabled and not self.debug.overlay
+
+    @property
     def cache_path(self) -> Path:
         return Path(self.cache_dir).expanduser() if self.cache_dir else \
             Path("~/.cache/render").expanduser()

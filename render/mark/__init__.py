@@ -71,12 +71,15 @@ class Marker:
 
     @classmethod
     def for_render(cls, cfg_mark: Mark, *, kind: str, output: Path, cache_dir: Path,
-                   instance: str, version: str, record: dict | None = None) -> Marker:
+                   instance: str, version: str, record: dict | None = None,
+                   enabled: bool | None = None) -> Marker:
         """The marking step of a render of ``output`` (plan kind ``image`` or ``video``), as the
-        ``mark`` section of its config asks; the local identity lives in ``cache_dir/c2pa``."""
+        ``mark`` section of its config asks (``enabled`` overrides its switch: the Config's
+        ``marked``); the local identity lives in ``cache_dir/c2pa``."""
         return cls(version=version, key_dir=Path(cache_dir) / "c2pa",
                    cert=Path(cfg_mark.cert) if cfg_mark.cert else None,
-                   key=Path(cfg_mark.key) if cfg_mark.key else None, enabled=cfg_mark.enabled,
+                   key=Path(cfg_mark.key) if cfg_mark.key else None,
+                   enabled=cfg_mark.enabled if enabled is None else enabled,
                    kind=kind, output=Path(output), instance=instance,
                    record=record if record is not None else {})
 

@@ -311,6 +311,11 @@ class FrameReader:
 
     def _raise_failed(self, rc: int) -> None:
         reason = self._stderr.last_line() or _describe(rc)
+        if rc < 0 or "received signal" in reason:
+            # stopped from outside (killed, or ffmpeg's own "Exiting normally, received signal"):
+            # the render failed, the input is not at fault
+            raise RenderFailed(f"the decoder of {self.name} was stopped from outside "
+                               f"({_describe(rc) if rc < 0 else reason}): render again")
         raise self._error(f"cannot decode {self.name}: {reason}")
 
     def _finish(self) -> None:
