@@ -425,6 +425,30 @@ def small_disk(tmp_path, standin_models):
         subprocess.run(["umount", "-l", str(room.state)], check=False)
 
 
+def test_a_full_disk_under_a_large_upload_is_507_at_every_margin(small_disk, media, tmp_path):
+    """An upload larger than SQLite's "nearly full" margin (1 MiB), whose files fit but whose
+    records do not: removing the upload's folder before asking whether the disk was full freed
+    its space, so SQLite's "disk I/O error" read as a fault of the server (500)."""
+    room = small_disk
+    filler = room.state / "filler"
+    clip = mf.make_clip(tmp_path / "big.mp4", width=1280, height=720, seconds=3.0, crf=0,
+                        preset="ultrafast").path
+    assert clip.stat().st_size > 1.5 * 1024 * 1024, clip.stat().st_size
+    upload = _pages(media.face.stat().st_size) + _pages(clip.stat().st_size)
+    s = Server(room, "min_free_mb=0")
+    try:
+        kay = Client(s.url).first_sign_in("kay", room.add_user("kay"))
+        for slack in range(1, 10):
+            _leave_free(room.state, filler, upload + slack)
+            r = kay.submit(media.face, clip)
+            assert r.status_code == 507, (slack, r.status_code, r.text)
+            assert room.incoming() == [] and room.folders() == [] and room.spool_jobs() == {}
+        filler.unlink()
+        assert kay.submit(media.face, clip).status_code == 201
+    finally:
+        s.stop()
+
+
 def test_a_full_disk_at_any_step_of_an_upload_is_507_and_keeps_nothing(small_disk, media):
     """The disk fills while the file is written, when the database records it, or is full
     before the request: 507 each time, and no part, folder, job or database row is kept."""
@@ -456,8 +480,9 @@ def test_a_full_disk_at_any_step_of_an_upload_is_507_and_keeps_nothing(small_dis
                          headers={"Content-Type": "multipart/form-data; boundary=b0und4ry"}),
                 "write")
         # the database: the files fit exactly, their records do not (no room for SQLite's
-        # shared memory, then none for its log)
-        for slack in (4, 8):
+        # shared memory, then none for its log): at every margin of 1 to 9 pages (3-32 KiB over
+        # the upload was a 500: the upload's own space, freed before the check, hid the full disk)
+        for slack in range(1, 10):
             _leave_free(room.state, filler, upload + slack)
             refused(kay.submit(media.face, media.clip), f"database, {slack} pages left")
         filler.unlink()

@@ -222,9 +222,10 @@ class Classroom:
             log.info("job %s queued for %s (%s, %s)", job_id, user.name, source.name, target.name)
             return self.view(self.spool.get(job_id), full=user.teacher)
         except BaseException as exc:
+            full = out_of_space(exc, self.state)    # before the folder's removal frees its space
             if folder is not None:
                 self._remove_folder(folder.name)
-            if out_of_space(exc, self.state):
+            if full:
                 log.warning("an upload was refused: the disk filled up while it was stored (%s)",
                             exc)
                 raise disk_full() from None
