@@ -31,6 +31,7 @@ import yaml
 
 from .errors import UsageError
 from .files import fsync_dir, try_flock
+from .queue_order import fair_order, served
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +188,10 @@ class Spool:
         raise UsageError(f"no job {job_id} in {self.root}")
 
     def queue(self) -> list[Job]:
-        """Queued jobs in the order workers take them: priority (high first), then oldest first."""
-        return sorted(self.jobs(("queued",)), key=lambda j: (-j.priority, j.submitted, j.id))
+        """Queued jobs in the order workers take them: priority (high first), then a fair share
+        per owner (:mod:`render.queue_order`)."""
+        jobs = self.jobs(("queued", "running", "done", "failed"))
+        return fair_order([j for j in jobs if j.state == "queued"], served(jobs, time.time()))
 
     # -- claiming ------------------------------------------------------------------------------
     def _lock(self, job_id: str) -> int | None:
@@ -251,7 +254,11 @@ class Spool:
         """Record how the job ended, then move it to ``state`` (done, failed or cancelled)."""
         assert state in FINAL
         job_id = claim.job.id
-        data = {"state": state, "finished": _now_iso(), **result}
+        started = claim.job.changed             # it entered running/ then
+        data = {"state": state, "finished": _now_iso(),
+                "started": datetime.fromtimestamp(started, timezone.utc).isoformat(
+                    timespec="milliseconds") if started else None,
+                "seconds": round(time.time() - started, 1) if started else None, **result}
         self._write(self.root / "results" / f"{job_id}.json",
                     (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
         self._move(job_id, "running", state)

@@ -25,6 +25,7 @@ from ..errors import RenderError
 from ..files import fsync_dir
 from ..lock import describe_holder, holders
 from ..media.formats import VIDEO_FORMATS
+from ..queue_order import fair_order, served, typical_seconds, waits
 from ..spool import FINAL, Job, Spool
 from ..work import describe_progress, validate
 from . import settings as class_settings
@@ -59,6 +60,7 @@ class Classroom:
         self._submit_lock = threading.Lock()
         self._snapshot: tuple[float, list[Job], dict[str, int]] | None = None
         self._snapshot_lock = threading.Lock()
+        self._waits: dict[str, float | None] = {}
 
     def ensure(self) -> None:
         for d in (self.state, self.incoming, self.folders):
@@ -78,13 +80,16 @@ class Classroom:
 
     # -- reading the spool -------------------------------------------------------------------------
     def _jobs(self, fresh: bool = False) -> tuple[list[Job], dict[str, int]]:
-        """Every job and the queue order (position from 1), read at most every SNAPSHOT_S."""
+        """Every job and the queue order (position from 1), read at most every SNAPSHOT_S; the
+        queued jobs' estimated waits in ``self._waits``."""
         with self._snapshot_lock:
             now = time.monotonic()
             if fresh or self._snapshot is None or now - self._snapshot[0] > SNAPSHOT_S:
                 jobs = self.spool.jobs()
-                queue = sorted((j for j in jobs if j.state == "queued"),
-                               key=lambda j: (-j.priority, j.submitted, j.id))
+                wall = time.time()
+                queue = fair_order([j for j in jobs if j.state == "queued"], served(jobs, wall))
+                self._waits = waits(queue, [j for j in jobs if j.state == "running"],
+                                    typical_seconds(jobs), wall)
                 self._snapshot = (now, jobs, {j.id: i + 1 for i, j in enumerate(queue)})
             return self._snapshot[1], self._snapshot[2]
 
@@ -125,6 +130,7 @@ class Classroom:
         if retention is None:
             retention = self.settings().retention_days
         return job_view(job, order=order, retention=retention, output=self.output_of(job),
+                        wait_s=self._waits.get(job.id),
                         cancelling=job.state == "running" and self.spool.cancel_requested(job.id),
                         full=full)
 

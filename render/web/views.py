@@ -35,7 +35,7 @@ def classroom_meta(job: Job) -> dict[str, Any] | None:
 
 
 def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path | None,
-             cancelling: bool, full: bool) -> dict[str, Any]:
+             cancelling: bool, full: bool, wait_s: float | None = None) -> dict[str, Any]:
     c = classroom_meta(job) or {}
     meta = (job.spec or {}).get("meta") or {}
     p = job.progress or {}
@@ -69,6 +69,8 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "consent": bool((meta.get("consent") or {}).get("given")),
         "queue_position": order.get(job.id),
         "queue_length": len(order),
+        #: seconds until it may start, estimated from the last finished jobs (None: no estimate)
+        "wait_s": round(wait_s) if wait_s is not None and job.state == "queued" else None,
         "waiting_for": p.get("waiting") if phase == "waiting" else None,
         "progress": ({"stage": p.get("state"), **{k: p.get(k) for k in PROGRESS_KEYS}}
                      if live and (p.get("segments_total") or p.get("frames_total")) else None),

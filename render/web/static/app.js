@@ -87,7 +87,13 @@ const Classroom = (() => {
   function describe(job) {
     const parts = [];
     if (job.phase === "queued") {
-      parts.push(`queued: #${job.queue_position} of ${job.queue_length}`);
+      let text = `queued: #${job.queue_position} of ${job.queue_length}`;
+      if (job.wait_s !== null && job.wait_s !== undefined) {
+        text += job.wait_s < 30 ? " · starts soon" : ` · starts in about ${duration(job.wait_s)}`;
+      } else {
+        text += " · no estimate yet (no job has finished)";
+      }
+      parts.push(text);
     } else if (job.phase === "waiting") {
       parts.push("waiting for the GPU");
       if (job.waiting_for) parts.push(job.waiting_for.replace(/^waiting for /, ""));
