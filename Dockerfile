@@ -191,8 +191,11 @@ ENV RENDER_IMAGE_VERSION="$VERSION" \
     RENDER_IMAGE_BASE="$BASE_IMAGE" \
     RENDER_IMAGE_ORT_PACKAGE="$ORT_PACKAGE"
 
+# Started as root by compose.yaml, the entrypoint becomes the owner of /data/out (./out) and runs
+# render as them; started as any other user (the default below, docker run --user) it runs as it.
+COPY deploy/entrypoint.sh /opt/render/entrypoint
 USER 10001:10001
 WORKDIR /data
 # Arguments are key=value settings (docker compose run render profile=low ...). With no target= the
 # CLI renders every video and image in /data/in with /data/in/source.(jpg|png) into /data/out.
-ENTRYPOINT ["/opt/render/venv/bin/python", "-m", "render"]
+ENTRYPOINT ["/opt/render/entrypoint"]

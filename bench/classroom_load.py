@@ -57,6 +57,7 @@ class Record:
     jobs: list[str] = field(default_factory=list)
     shown: dict[str, tuple[int, int | None, float]] = field(default_factory=dict)  # first place
     started: dict[str, float] = field(default_factory=dict)                # first seen running
+    signed_in: float = 0.0                                                 # since the start
 
 
 class Student(threading.Thread):
@@ -101,6 +102,7 @@ class Student(threading.Thread):
     def run(self) -> None:
         try:
             self.sign_in()
+            self.record.signed_in = time.monotonic() - self.t0
             time.sleep(max(0.0, self.at - (time.monotonic() - self.t0)))
             greedy = self.record.name == GREEDY
             self.submit()
@@ -241,6 +243,8 @@ def figures(class_: list[Student], spool: Path, rss: list[tuple[float, float]], 
                                capture_output=True, text=True, timeout=120)
             verified += v.returncode == 0
     shown = [(s.record.shown[j], s.record.started.get(j)) for s in class_ for j in s.record.shown]
+    signed = max(s.record.signed_in for s in class_)
+    rendering = [m for t, m in rss if t > signed] or [rss[-1][1]]
     estimates = [(wait, started - at) for (_, wait, at), started in shown
                  if wait is not None and started is not None]
     return {
@@ -254,7 +258,10 @@ def figures(class_: list[Student], spool: Path, rss: list[tuple[float, float]], 
         "job_seconds": sorted(r.get("seconds") for r in results.values() if r.get("seconds")),
         "places_shown": sum(1 for (place, _, _), _ in shown if place),
         "estimates": [(round(w), round(a)) for w, a in estimates],
-        "rss_mb": {"start": rss[0][1], "peak": max(m for _, m in rss), "end": rss[-1][1]},
+        "rss_mb": {"start": round(rss[0][1]), "peak": round(max(m for _, m in rss)),
+                   "after sign-in: min": round(min(rendering)),
+                   "after sign-in: max": round(max(rendering)), "end": round(rss[-1][1])},
+        "signed_in_s": round(signed, 1),
     }
 
 
@@ -272,7 +279,7 @@ def report(fig: dict[str, Any]) -> str:
         f"first before anyone's second: {fig['first_before_second']}",
         f"  waits shown while queued: {len(est)}, off by median "
         f"{statistics.median(err) if err else '-'} s (shown, actual: {est[:6]} ...)",
-        f"  server RSS MB: {fig['rss_mb']}",
+        f"  server RSS MB: {fig['rss_mb']} (everyone signed in by {fig['signed_in_s']:g} s)",
     ]
     if fig["errors"]:
         lines.append(f"  student errors: {fig['errors']}")

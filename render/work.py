@@ -2,13 +2,13 @@
 
 - ``render submit JOBFILE`` or ``render submit key=value ...`` validates the job and queues it in
   the spool (``spool_dir``), printing its id.
-- ``render work [follow=true]`` takes queued jobs in order (priority, then oldest first), renders
-  each under the device lock, and moves it to done or failed with its report paths or the one-line
-  error. A job left in ``running/`` by a worker that died is taken first and resumes from its
-  committed segments. SIGTERM (or Ctrl-C) stops the render within about a second, requeues the
-  job (its committed segments are kept for the next worker) and ends the worker with exit 130
-  and one line, whether it was rendering or idle; a cancelled job stops as fast and ends
-  cancelled.
+- ``render work [follow=true]`` takes queued jobs in order (priority, then a fair share per owner:
+  :mod:`render.queue_order`), renders each under the device lock, and moves it to done or failed
+  with its report paths or the one-line error. A job left in ``running/`` by a worker that died is
+  taken first and resumes from its committed segments. SIGTERM (or Ctrl-C) stops the render within
+  about a second, requeues the job (its committed segments are kept for the next worker) and ends
+  the worker with exit 130 and one line, whether it was rendering or idle; a cancelled job stops as
+  fast and ends cancelled.
 - ``render jobs`` lists the jobs; ``render jobs retry|cancel|remove ID``; ``render jobs clean older=7d``.
 
 A job file (YAML)::

@@ -153,7 +153,7 @@ def project(tmp_path, image):
 def test_image_metadata(image):
     cfg = image["attrs"]["Config"]
     assert cfg["User"] == "10001:10001"
-    assert cfg["Entrypoint"] == ["/opt/render/venv/bin/python", "-m", "render"]
+    assert cfg["Entrypoint"] == ["/opt/render/entrypoint"]
     env = dict(e.split("=", 1) for e in cfg["Env"])
     assert env["RENDER_MODELS_DIR"] == "/opt/render/models" and env["RENDER_CACHE_DIR"] == "/cache"
     assert env["RENDER_INPUT_DIR"] == "/data/in" and env["RENDER_OUTPUT_DIR"] == "/data/out"
@@ -236,11 +236,15 @@ def test_compose_run_renders_the_input_folder(project):
         swapped += 1
     assert swapped == len(clip.frames_with_faces()) > 0
 
-    # how the container ran: not root, no network, read-only root and input, cache on the volume
+    # how the container ran: started as root with only SETUID/SETGID and no new privileges, the
+    # render itself as the owner of ./out (its files are theirs); no network, read-only root and
+    # input, cache on the volume
     info = dockerlib.client(60).containers.get(cname).attrs
-    user = info["Config"]["User"]
-    assert user and user.split(":")[0] not in ("", "0", "root"), user
+    owner = (d / "out").stat().st_uid
+    assert {p.stat().st_uid for p in (d / "out").iterdir()} == {owner}
     host = info["HostConfig"]
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["SETGID", "SETUID"]
+    assert "no-new-privileges:true" in host["SecurityOpt"]
     assert host["NetworkMode"] == "none"
     assert host["ReadonlyRootfs"] is True
     assert "/tmp" in (host.get("Tmpfs") or {})
@@ -274,10 +278,12 @@ print(json.dumps({
 
 def test_container_is_locked_down(project):
     mf.make_source_image(project["dir"] / "in" / "source.jpg")
-    r, _ = project["run"]("-c", PROBE, entrypoint="python")
+    r, _ = project["run"]("--exec", "/opt/render/venv/bin/python", "-c", PROBE,
+                          entrypoint="/opt/render/entrypoint")
     assert r.returncode == 0, r.stdout + r.stderr
     facts = json.loads(r.stdout.strip().splitlines()[-1])
-    assert facts["uid"] == facts["euid"] == dockerlib.CONTAINER_UID != 0
+    owner = (project["dir"] / "out").stat().st_uid
+    assert facts["uid"] == facts["euid"] == owner != 0
     assert facts["interfaces"] == ["lo"], "network_mode: none leaves only the loopback interface"
     paths = facts["paths"]
     for ro in ("/", "/opt/render/models", "/opt/render/app", "/data/in"):
@@ -285,6 +291,30 @@ def test_container_is_locked_down(project):
     for rw in ("/data/out", "/data/jobs", "/locks", "/cache", "/tmp"):
         assert paths[rw] == "yes", (rw, paths[rw])
     assert sorted(p.name for p in (project["dir"] / "in").iterdir()) == ["source.jpg"]
+
+
+def test_the_readmes_command_works_whoever_made_out(project):
+    """./out made by a user who is not the image's 10001 (uid 4321 here), no RENDER_UID: the
+    README's command renders, as that user. ./out owned by root (Docker makes a missing one so):
+    one line with the command that fixes it."""
+    d = project["dir"]
+    if os.geteuid() != 0:
+        pytest.skip("giving ./out to another uid needs root")
+    mf.make_source_image(d / "in" / "face.jpg")
+    mf.make_clip(d / "in" / "clip.mp4", width=320, height=240, seconds=0.4, audio=True)
+    os.chown(d / "out", 4321, 4321)
+    r, _ = project["run"]("profile=low", "source=/data/in/face.jpg", "target=/data/in/clip.mp4",
+                          "output=/data/out/clip.mp4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    made = sorted(d.joinpath("out").iterdir())
+    assert [p.name for p in made] == ["clip.mp4", "clip.mp4.report.json"]
+    assert {(p.stat().st_uid, p.stat().st_gid) for p in made} == {(4321, 4321)}
+    os.chown(d / "out", 0, 0)
+    r, _ = project["run"]("profile=low", "source=/data/in/face.jpg", "target=/data/in/clip.mp4",
+                          "output=/data/out/again.mp4")
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("render: error: ")]
+    assert r.returncode == 2 and len(errors) == 1, r.stdout + r.stderr
+    assert 'sudo chown -R "$(id -u):$(id -g)" ./out' in errors[0], errors
 
 
 def test_missing_source_or_nothing_to_render_fails_with_one_clear_line(project):
@@ -388,7 +418,10 @@ def test_classroom_services_render_a_students_upload(project):
 
     cid = project["compose"]("ps", "-q", "render-web").stdout.strip()
     info = dockerlib.client(60).containers.get(cid).attrs
-    assert info["Config"]["User"].split(":")[0] not in ("", "0", "root")
     host = info["HostConfig"]
+    assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["SETGID", "SETUID"]
+    top = dockerlib.client(60).containers.get(cid).top(ps_args="-o uid,args")
+    uids = {int(p[0]) for p in top["Processes"]}
+    assert uids == {(d / "jobs").stat().st_uid} != {0}, top   # no root process in it
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] != "none"
     assert list(host["PortBindings"]) == ["8080/tcp"] and not host.get("DeviceRequests")

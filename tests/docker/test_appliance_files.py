@@ -27,10 +27,18 @@ def test_both_services_are_locked_down_the_same_way():
         assert sorted(svc["volumes"]) == sorted(["./in:/data/in:ro", "./out:/data/out",
                                                  "./jobs:/data/jobs", "render-cache:/cache", lock])
         assert svc["environment"]["RENDER_LOCK_DIR"] == "/locks", name
-        uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", svc["user"]).split(":")[0]
-        assert uid.isdigit() and int(uid) != 0, (name, svc["user"])
+        _starts_only_to_drop_to_the_owner(name, svc)
     assert "render-cache" in _compose()["volumes"]
     assert _compose()["volumes"]["render-locks"]["name"] == "${RENDER_LOCK_VOLUME:-render-locks}"
+
+
+def _starts_only_to_drop_to_the_owner(name: str, svc: dict) -> None:
+    """Started as root (or RENDER_UID) with every capability dropped but the two the entrypoint
+    needs to become the owner of ./out, and no new privileges: no root process stays."""
+    assert svc["user"] == "${RENDER_UID:-0}:${RENDER_GID:-0}", (name, svc["user"])
+    assert svc["cap_drop"] == ["ALL"] and sorted(svc["cap_add"]) == ["SETGID", "SETUID"], name
+    assert svc["security_opt"] == ["no-new-privileges:true"], name
+    assert "init" not in svc, name       # an init would stay as root; render is PID 1 as the owner
 
 
 def test_only_the_gpu_service_asks_for_a_gpu_and_each_sits_in_its_own_profile():
@@ -54,7 +62,8 @@ def test_dockerfile_build_arguments_and_runtime_settings():
     assert re.fullmatch(r"nvidia/cuda:12\.\d+\.\d+-cudnn-runtime-ubuntu22\.04", args["BASE_IMAGE"])
     assert args["ORT_PACKAGE"] == "onnxruntime-gpu" and args["MODEL_SET"] == "all"
     assert re.search(r"^USER 10001:10001$", text, re.M)
-    assert re.search(r'^ENTRYPOINT \["/opt/render/venv/bin/python", "-m", "render"\]$', text, re.M)
+    assert re.search(r'^ENTRYPOINT \["/opt/render/entrypoint"\]$', text, re.M)
+    assert "COPY deploy/entrypoint.sh /opt/render/entrypoint" in text
     assert "--require-hashes" in text and "PYTHONDONTWRITEBYTECODE=1" in text
     # code comes after the models: the last COPY of render/ follows the models stage
     assert text.rindex("COPY render/ ") > text.index("COPY --from=models")
@@ -95,8 +104,8 @@ def test_the_web_page_service_publishes_one_port_and_shares_the_queue_folders():
     assert len(web["ports"]) == 1 and web["ports"][0].endswith(":8080")
     assert "network_mode" not in web and "deploy" not in web       # a network, no GPU
     assert web["read_only"] is True and web["restart"] == "unless-stopped"
-    uid = re.sub(r"\$\{[A-Z_]+:-(\d+)\}", r"\1", web["user"]).split(":")[0]
-    assert uid.isdigit() and int(uid) != 0
+    _starts_only_to_drop_to_the_owner("render-web", web)
+    assert web["environment"]["RENDER_OWNER_OF"] == "/data/jobs"     # it writes ./jobs, not ./out
     # the same spool, locks and cache as the worker; the state folder inside the shared spool mount
     for mount in ("./jobs:/data/jobs", "render-locks:/locks", "render-cache:/cache"):
         assert mount in web["volumes"] and mount in queue["volumes"], mount
