@@ -420,8 +420,8 @@ def test_classroom_services_render_a_students_upload(project):
     info = dockerlib.client(60).containers.get(cid).attrs
     host = info["HostConfig"]
     assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["SETGID", "SETUID"]
-    top = dockerlib.client(60).containers.get(cid).top(ps_args="-o uid,args")
-    uids = {int(p[0]) for p in top["Processes"]}
+    top = dockerlib.client(60).containers.get(cid).top(ps_args="-o pid,uid,args")
+    uids = {int(p[top["Titles"].index("UID")]) for p in top["Processes"]}
     assert uids == {(d / "jobs").stat().st_uid} != {0}, top   # no root process in it
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] != "none"
     assert list(host["PortBindings"]) == ["8080/tcp"] and not host.get("DeviceRequests")
