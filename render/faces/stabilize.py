@@ -15,8 +15,10 @@ positions in face widths (the width of the first box the filter saw), so the sam
 hold for any resolution.
 
 The filter runs on the 5 key points, the box's two corners and the 68 landmarks where the face
-has them (the points alignment and the masks use), each point with its own speed. Its state
-starts from the first face it is given: a segment gets the same state whoever renders it, because it is always fed from the same first frame (the plan's pre-roll).
+has them (the points alignment and the masks use), split into the face's pose and shape
+(:class:`PoseFilter`), each part with its own speeds. Its state starts from the first face it is
+given: a segment gets the same state whoever renders it, because it is always fed from the same
+first frame (the plan's pre-roll).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import math
 
 import numpy as np
 
+from .align import similarity
 from .types import Face
 
 
@@ -106,8 +109,6 @@ class PoseFilter:
         self.shape = OneEuro(**params)
 
     def __call__(self, points: np.ndarray) -> np.ndarray:
-        from .align import similarity
-
         p = np.asarray(points, np.float64)
         m = similarity(self.reference, p[:5])
         a, b = m[0, 0], m[1, 0]
