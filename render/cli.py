@@ -36,6 +36,7 @@ usage: render [--verbose | --debug] [key=value ...]
        render users add NAME [role=teacher] | list | disable NAME | enable NAME | reset NAME
                     | token NAME     the classroom's accounts (one-time passwords, script tokens)
        render --help [profile=P]     every key with its value in profile P (default: moderate)
+       render --version              the version
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
 Without target=, renders every video and image in input_dir with input_dir/source.(jpg|png) into

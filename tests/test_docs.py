@@ -93,3 +93,37 @@ def test_readme_is_a_short_guide():
 def test_readme_keeps_the_ci_test_command():
     # .ci/run runs this command; the README is where people copy it from
     assert 'pip install -e ".[test]" onnxruntime && python -m pytest -q' in README.read_text()
+
+
+def _readme_section(title: str) -> str:
+    text = README.read_text()
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def test_the_readmes_command_block_is_the_clis_usage():
+    """One source: the README's block is ``cli.USAGE``'s command lines, as ``render --help``
+    prints them (a hand copy lost ``verify dir=`` and ``trusted_proxies``)."""
+    from render.cli import USAGE
+
+    section = _readme_section("Commands and exit codes")
+    block = section.split("```\n", 2)[1]
+    assert block == USAGE.split("\n\n", 1)[0].rstrip("\n") + "\n", (
+        "the README's command block differs from render/cli.py's USAGE: copy USAGE's first "
+        "paragraph into it")
+
+
+def test_every_exit_code_is_in_the_readmes_table_and_the_usage():
+    """The codes the error classes exit with, the README's table and USAGE's last sentence name
+    the same codes."""
+    import render.errors as errors
+    from render.cli import USAGE
+
+    codes = {0} | {cls.exit_code for cls in vars(errors).values()
+                   if isinstance(cls, type) and issubclass(cls, errors.RenderError)}
+    table = {int(c) for c in re.findall(r"^\| `(\d+)` \|", _readme_section(
+        "Commands and exit codes"), re.M)}
+    said = {int(c) for c in re.findall(r"(\d+) [a-z]", USAGE.split("Exit codes:", 1)[1])}
+    assert table == codes == said, (table, codes, said)
+
