@@ -127,3 +127,32 @@ def test_every_exit_code_is_in_the_readmes_table_and_the_usage():
     said = {int(c) for c in re.findall(r"(\d+) [a-z]", USAGE.split("Exit codes:", 1)[1])}
     assert table == codes == said, (table, codes, said)
 
+
+#: paths a person makes, named in the docs as where to put a file
+MADE_BY_THE_USER = {"models/local/manifest.yaml"}
+_TREE_PATH = re.compile(r"^((?:render|tests|scripts|bench|docs|profiles|deploy|models|\.ci)/"
+                        r"[\w./\-]*)")
+_SECTION_KEY = re.compile(r"^([a-z_]+\.[a-z_0-9]+)=")
+
+
+@pytest.mark.parametrize("page", [README, *DOCS, ROOT / "bench" / "README.md"],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_spans_name_paths_and_keys_that_exist(page: Path):
+    """Every tree path in a code span exists, and every ``section.key=`` is a key of the schema
+    (the README named tests/standins.py and tests/media_fixtures.py long after they were gone)."""
+    from render.config import SCHEMA
+
+    missing = []
+    for span in _CODE.findall(page.read_text()):
+        for word in span.strip("`").split():
+            word = word.strip(",;:()")
+            path = _TREE_PATH.match(word)
+            if path and not any(c in path.group(1) for c in "*<") and "NAME" not in path.group(1):
+                name = path.group(1).rstrip(".")
+                if name not in MADE_BY_THE_USER and not (ROOT / name).exists():
+                    missing.append(f"path {name}")
+            key = _SECTION_KEY.match(word)
+            if key and key.group(1) != "section.key" and key.group(1) not in SCHEMA:
+                missing.append(f"key {key.group(1)}")
+    assert not missing, f"{page.relative_to(ROOT)}: {missing}"
+
