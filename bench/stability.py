@@ -24,8 +24,8 @@ without, and the figures come from the stage's face debugger (``debug.faces``):
   the clip's events (``EVENT_FRAMES``), where the targets apply. At a sudden stop or start the
   true velocity steps by 3-4 % of the face width in one frame, and a crop that follows smoothly
   has that step as its error's second difference, whatever the fit; through the turn this YuNet
-  reports the eye line within 4° of level while the head turns 25°, so no fit or filter can
-  follow it (a detector's limit, shown in the whole-clip figures).
+  hardly sees the rotation, so no fit or filter can follow it (a detector's limit, shown in the
+  whole-clip figures; bench/RESULTS.md).
 
 The true key points: the mean of the detections mapped back into the head's own coordinates
 (the detector's constant bias is not an error of the stabiliser), carried by each frame's

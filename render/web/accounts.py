@@ -50,8 +50,8 @@ SECRET_NAME = "secret"
 COOKIE = "render_session"
 
 _hasher = PasswordHasher()   # argon2id, RFC 9106 low-memory parameters
-#: password hashes computed at once: each takes 64 MiB for its time; a class signing in together
-#: (30 at once measured 1.6 GB of server RSS) waits its turn instead
+#: password hashes computed at once: each takes 64 MiB for its time, so a class signing in
+#: together waits its turn instead of multiplying that (bench/RESULTS.md, the class at once)
 HASHING_AT_ONCE = 2
 
 
