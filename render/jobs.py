@@ -96,7 +96,7 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
     jobs = []
     for t, o in zip(targets, outputs):
         try:
-            _check_job(t, o, inputs)
+            _check_job(t, o, inputs, writable_checked=folder is not None)
         except (UsageError, MediaError) as exc:
             if refused is None or folder is None:
                 raise
@@ -106,9 +106,10 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
     return jobs
 
 
-def _check_job(t: Path, o: Path, inputs: dict[str, Path]) -> None:
+def _check_job(t: Path, o: Path, inputs: dict[str, Path], *, writable_checked: bool) -> None:
     """One target's output can be written: its type, no input overwritten, not a folder, its
-    folder writable, its name short enough for the names made from it."""
+    folder writable (unless ``writable_checked`` for all of them), its name short enough for the
+    names made from it."""
     if o.suffix.lower() not in OUTPUT_EXTS:
         raise UsageError(f"output {o}: cannot write '{o.suffix}' files (use one of "
                          f"{', '.join(sorted(OUTPUT_EXTS))})")
@@ -118,7 +119,8 @@ def _check_job(t: Path, o: Path, inputs: dict[str, Path]) -> None:
             raise UsageError(f"output {o} would overwrite {what}")
     if o.is_dir():
         raise UsageError(f"output {o} is a folder: give the file to write (or output_dir=)")
-    _check_writable(o.parent)
+    if not writable_checked:
+        _check_writable(o.parent)
     _check_name_length(o)
 
 

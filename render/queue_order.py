@@ -64,6 +64,7 @@ def waits(order: list[Job], running: list[Job], typical: float | None, now: floa
     left = 0.0
     for job in running:
         eta = (job.progress or {}).get("eta_s")
-        left += float(eta) if isinstance(eta, (int, float)) else max(0.0, typical - (now - job.changed))
+        ran = now - job.changed
+        left += float(eta) if isinstance(eta, (int, float)) else max(0.0, typical - ran)
     slots = max(1, len(running))
     return {job.id: (left + k * typical) / slots for k, job in enumerate(order)}

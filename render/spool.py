@@ -31,7 +31,7 @@ import yaml
 
 from .errors import UsageError
 from .files import fsync_dir, try_flock
-from .queue_order import fair_order, served
+from .queue_order import FAIR_WINDOW_S, fair_order, served
 
 log = logging.getLogger(__name__)
 
@@ -164,13 +164,19 @@ class Spool:
             job.worker_gone = not self.held(job_id) and path.exists()   # not finished meanwhile
         return job
 
-    def jobs(self, states: tuple[str, ...] = STATES) -> list[Job]:
+    def jobs(self, states: tuple[str, ...] = STATES, *,
+             finished_since: float | None = None) -> list[Job]:
+        """The jobs in ``states``; ``finished_since``: of the finished ones, only those that
+        ended since then (the others are not read)."""
         out = []
         for state in states:
             folder = self.root / state
             if not folder.is_dir():
                 continue
             for path in folder.glob("*.yaml"):
+                if finished_since is not None and state in FINAL and \
+                        _ctime(path) < finished_since:
+                    continue
                 try:
                     out.append(self._load(state, path))
                 except FileNotFoundError:   # moved on while we looked
@@ -190,8 +196,10 @@ class Spool:
     def queue(self) -> list[Job]:
         """Queued jobs in the order workers take them: priority (high first), then a fair share
         per owner (:mod:`render.queue_order`)."""
-        jobs = self.jobs(("queued", "running", "done", "failed"))
-        return fair_order([j for j in jobs if j.state == "queued"], served(jobs, time.time()))
+        now = time.time()
+        jobs = self.jobs(("queued", "running", "done", "failed"),
+                         finished_since=now - FAIR_WINDOW_S)
+        return fair_order([j for j in jobs if j.state == "queued"], served(jobs, now))
 
     # -- claiming ------------------------------------------------------------------------------
     def _lock(self, job_id: str) -> int | None:

@@ -127,7 +127,8 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
         else:
             out.append(Check(True, f"C2PA manifest: none ({c2pa.get('reason', 'not signed')})"))
     elif not marks.get("enabled"):
-        out.append(Check(True, "marks: off for this render (mark.enabled=false, or debug.overlay=true)"))
+        out.append(Check(True, "marks: off for this render (mark.enabled=false, or "
+                               "debug.overlay=true)"))
 
     if cfg is not None:
         out += _rerun_checks(data, cfg, rerender)
@@ -182,18 +183,15 @@ def main(args: Sequence[str], stream: IO[str] | None = None) -> int:
     path = Path(paths[0])
     if path.suffix != ".json" and Path(str(path) + reports.SUFFIX).is_file():
         path = Path(str(path) + reports.SUFFIX)     # the output's name works too
-    try:
-        rerender = int(opts.pop("rerender", "0"))
-    except ValueError:
-        rerender = -1
-    if rerender < 0:
+    rerender = opts.pop("rerender", "0")
+    if not rerender.isdigit():
         raise UsageError("rerender=N needs a whole number of segments, 0 or more")
     data = reports.load(path)
     # the output is the file beside its report (OUTPUT.report.json), wherever the pair was moved
     # or copied to; the path recorded inside is where it was made
     beside = path.with_name(path.name[:-len(reports.SUFFIX)]) \
         if path.name.endswith(reports.SUFFIX) and len(path.name) > len(reports.SUFFIX) else None
-    results = checks(data, rerender=rerender, overrides=opts, output_path=beside)
+    results = checks(data, rerender=int(rerender), overrides=opts, output_path=beside)
     for c in results:
         stream.write(f"{'ok  ' if c.ok else 'FAIL'} {c.line}\n")
     failed = [c for c in results if not c.ok]

@@ -79,8 +79,9 @@ def keyed(*, vfr: bool = False, mark: bool = False) -> dict[str, str]:
     how faces are placed and pasted, :data:`render.faces.align.VERSION`): mkvmerge only
     where a variable frame rate is kept, c2pa only where outputs are marked."""
     inst = _installation()
-    out = {"render": inst["render"], "alignment": inst["alignment"], "ffmpeg": inst["ffmpeg"] or "",
-           "onnxruntime": inst["onnxruntime"], "opencv": inst["opencv"], "numpy": inst["numpy"]}
+    out = {"render": inst["render"], "alignment": inst["alignment"],
+           "ffmpeg": inst["ffmpeg"] or "", "onnxruntime": inst["onnxruntime"],
+           "opencv": inst["opencv"], "numpy": inst["numpy"]}
     if vfr:
         out["mkvmerge"] = inst["mkvmerge"] or ""
     if mark:

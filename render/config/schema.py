@@ -191,8 +191,8 @@ class Debug:
 class Execution:
     providers: tuple[str, ...] = _f(["tensorrt", "cuda", "cpu"], "execution providers, tried in order",
                               choices=PROVIDERS)
-    memory_strategy: str = _f("moderate", "memory strategy (docs/operations.md)", choices=MEMORY_STRATEGIES,
-                              keyed="never")
+    memory_strategy: str = _f("moderate", "memory strategy (docs/operations.md)",
+                              choices=MEMORY_STRATEGIES, keyed="never")
     frames_in_flight: int = _f(0, "frames decoded but not yet encoded (0 = from memory_strategy)",
                                min=0, max=256, keyed="never")
     batch_size: int = _f(0, "face crops per swapper/enhancer call when the model allows "

@@ -104,7 +104,8 @@ class PoseFilter:
     corners."""
 
     def __init__(self, first: np.ndarray, **params: float) -> None:
-        self.reference = np.asarray(first, np.float64)[:5] - np.asarray(first, np.float64)[:5].mean(0)
+        kps = np.asarray(first, np.float64)[:5]
+        self.reference = kps - kps.mean(axis=0)
         self.pose = OneEuro(**params)
         self.shape = OneEuro(**params)
 
