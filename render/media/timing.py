@@ -4,15 +4,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from render.errors import MediaError
 
 from .ffprobe import as_float, as_fraction, as_int, run_ffprobe
+from .info import MediaInfo
 from .stderr import last_meaningful_line
-
-if TYPE_CHECKING:
-    from .probe import MediaInfo
 
 
 @dataclass(frozen=True)
