@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import Iterable, Mapping
 
-if TYPE_CHECKING:
-    from .spool import Job
+from .spool_job import Job
 
 #: finished jobs served this recently still count against their owner's share (a class's hour)
 FAIR_WINDOW_S = 3600.0
