@@ -22,8 +22,7 @@ from .face_window import DETECTED, FILLED, TRACKED, FrameFaces
 from .faces import align
 
 if TYPE_CHECKING:
-    from .config.schema import Debug
-    from .face_stage import ChainStep
+    from .config.sections import Debug
 
 #: BGR colour of a selected face by how it was found; faces not selected are grey
 COLOURS = {DETECTED: (0, 200, 0), TRACKED: (0, 200, 255), FILLED: (0, 0, 255)}
@@ -46,12 +45,12 @@ class FaceDebug:
         return cls(Path(debug.faces).expanduser() if debug.faces else None, debug.overlay)
 
     def frames(self, entries: Sequence[FrameFaces], first_frame: int,
-               chain: Sequence["ChainStep"]) -> None:
+               crop: tuple[str, int] | None) -> None:
         """Append the lines of ``entries``; ``first_frame``: the target's frame number of the
-        entry with index 0 (the segment's first decoded frame)."""
+        entry with index 0 (the segment's first decoded frame); ``crop``: (template, side) of
+        the chain's first face step, whose transform each face records."""
         if self.path is None or not entries:
             return
-        proc = chain[0].processor if chain else None
         lines = []
         for entry in entries:
             faces = []
@@ -61,8 +60,8 @@ class FaceDebug:
                 item = {"track": tid, "selected": f.selected, "how": f.how,
                         "score": round(float(f.raw.score), 4), "box": _round(used.box),
                         "raw": _round(f.raw.kps), "used": _round(used.kps)}
-                if proc is not None:
-                    item["transform"] = _round(align.estimate(used.kps, proc.template, proc.size))
+                if crop is not None:
+                    item["transform"] = _round(align.estimate(used.kps, *crop))
                 faces.append(item)
             lines.append(json.dumps({"frame": first_frame + entry.index, "faces": faces}))
         with open(self.path, "a", encoding="utf-8") as out:

@@ -1,101 +1,47 @@
-"""The face stage: detect → tracks → select → (the face window: fill, stabilise) → for each face
-processor of the chain: align → run → paste.
+"""The face stage: detect → tracks → select → (the face window: fill, stabilise) → the chain:
+for each face step align → run → paste, for each frame step the whole frames.
 
 Finding the faces (detect, track, select, the window) carries state from frame to frame, so it
 runs in order; running the chain touches only its own batch of frames (``pipeline.stream`` may
-run it on a lane thread). A frame without a selected face goes through untouched.
+run it on a lane thread). A frame without a selected face goes through the frame steps alone.
+The stage runs steps by what they declare (``processors.base``), never by what they are.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-import cv2
 import numpy as np
 
 from .config import Config
+from .face_debug import FaceDebug
+from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
 from .faces import align
 from .faces.colour import ColourMatch
 from .faces.composite import paste
 from .faces.detect import Detector
+from .faces.flow import FaceTracker
 from .faces.mask import PasteMask, combine
 from .faces.select import ReferenceTracks, select_faces
+from .faces.tracks import TrackLinker, TrackSelection
 from .faces.types import Face
 from .masks.build import step_masks
-from .face_debug import FaceDebug
-from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
-from .faces.tracks import TrackLinker, TrackSelection
 from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, run_batched, timed
-from .processors.base import FaceProcessor
+from .processors.base import FaceProcessor, FrameProcessor, Source
 from .source_face import SourceFaces
-
-
-class FaceTracker:
-    """Carries the last detections along with the image between detector runs.
-
-    Corner features inside and around each face box are followed with pyramidal Lucas-Kanade
-    (kept only where tracking back lands within a pixel of the start); a robust similarity
-    transform of those points moves the face's box and keypoints. A face that
-    cannot be followed (too few points) is reported as lost, and the caller detects again.
-    """
-
-    MIN_POINTS = 6
-
-    def __init__(self) -> None:
-        self._gray: np.ndarray | None = None
-        self._faces: list[Face] = []
-
-    def reset(self, frame: np.ndarray, faces: list[Face]) -> None:
-        self._gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
-        self._faces = faces
-
-    def _features(self, face: Face) -> np.ndarray | None:
-        assert self._gray is not None
-        h, w = self._gray.shape
-        x1, y1, x2, y2 = face.box
-        mx, my = 0.15 * (x2 - x1), 0.15 * (y2 - y1)
-        mask = np.zeros((h, w), np.uint8)
-        mask[max(0, int(y1 - my)):min(h, int(y2 + my)), max(0, int(x1 - mx)):min(w, int(x2 + mx))] = 255
-        pts = cv2.goodFeaturesToTrack(self._gray, maxCorners=64, qualityLevel=0.01,
-                                      minDistance=max(2.0, 0.04 * float(x2 - x1)), mask=mask)
-        return pts
-
-    def track(self, frame: np.ndarray) -> list[Face] | None:
-        """The faces moved to ``frame``, or None when any of them was lost."""
-        gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
-        faces = []
-        for face in self._faces:
-            pts = self._features(face)
-            if pts is None or len(pts) < self.MIN_POINTS:
-                return None
-            lk = {"winSize": (21, 21), "maxLevel": 3}
-            new, status, _ = cv2.calcOpticalFlowPyrLK(self._gray, gray, pts, None, **lk)
-            back, status_back, _ = cv2.calcOpticalFlowPyrLK(gray, self._gray, new, None, **lk)
-            fb_error = np.linalg.norm((back - pts).reshape(-1, 2), axis=1)
-            good = (status.reshape(-1) == 1) & (status_back.reshape(-1) == 1) & (fb_error < 1.0)
-            if good.sum() < self.MIN_POINTS:
-                return None
-            m, _ = cv2.estimateAffinePartial2D(pts[good].reshape(-1, 2), new[good].reshape(-1, 2),
-                                               method=cv2.RANSAC, ransacReprojThreshold=2.0)
-            if m is None:
-                return None
-            kps = align.transform_points(face.kps, m)
-            corners = align.transform_points(face.box.reshape(2, 2), m)
-            faces.append(Face(box=corners.reshape(4).astype(np.float32),
-                              kps=kps.astype(np.float32), score=face.score))
-        self._gray, self._faces = gray, faces
-        return faces
 
 
 @dataclass(frozen=True)
 class ChainStep:
     """One face processor as the stage runs it: the processor (its ``name``, ``template``,
     ``size`` and ``max_batch``), its call bound to this render's source face, its masks computed
-    on the crops it is given and those computed on its results (``masks.build``)."""
+    on the crops it is given and those computed on its results (``masks.build``). A frame
+    processor stands in the chain as itself."""
 
     processor: FaceProcessor
     run: Callable[[np.ndarray], np.ndarray]
@@ -120,8 +66,8 @@ class Tracking:
 
 
 class FaceStage:
-    """detect → link into tracks → select → (wait, fill, stabilise) → for each step of the chain:
-    align → run (batched) → mask → paste back.
+    """detect → link into tracks → select → (wait, fill, stabilise) → for each face step of the
+    chain: align → run (batched) → mask → paste back; for each frame step: the whole frames.
 
     Without ``tracks`` (stabilize.enabled=false) every frame's selected faces are used as found.
     With it, frames wait in a :class:`FaceWindow` for the look-ahead's later frames, so short
@@ -131,7 +77,8 @@ class FaceStage:
     """
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
-                 chain: Sequence[ChainStep], batch_size: int = 1, detect_every: int = 1,
+                 chain: Sequence[ChainStep | FrameProcessor], batch_size: int = 1,
+                 detect_every: int = 1,
                  times: StageTimes | None = None, tracks: Tracking | None = None,
                  debug: FaceDebug | None = None,
                  embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
@@ -144,7 +91,7 @@ class FaceStage:
         self.select = select
         self.chain = list(chain)
         self.landmarks = landmarks
-        #: swap.color_match: the targets' smoothed colour per track, for the swapper step
+        #: colour match: the targets' smoothed colour per track, for the steps with a colour_crop
         self.colour = colour
         self.batch_size = batch_size
         self.detect_every = detect_every
@@ -172,13 +119,19 @@ class FaceStage:
         frames are handed on."""
         self._start, self._first, self._count = start, preroll, frames
 
-    def _faces(self, frame: np.ndarray) -> list[Face]:
-        tracking = self._tracker is not None and self._index % self.detect_every != 0
+    def _follow(self, frame: np.ndarray) -> list[Face] | None:
+        """The faces followed into ``frame`` by optical flow between detector runs; None where
+        the detector runs (its turn, or a face was lost)."""
+        following = self._tracker is not None and self._index % self.detect_every != 0
         self._index += 1
-        if tracking:
-            tracked = timed(self.times, "detect", self._tracker.track, frame)
-            if tracked is not None:
-                return tracked
+        if not following:
+            return None
+        return timed(self.times, "detect", self._tracker.track, frame)
+
+    def _faces(self, frame: np.ndarray) -> list[Face]:
+        followed = self._follow(frame)
+        if followed is not None:
+            return followed
         faces = timed(self.times, "detect", self.detector.detect, frame)
         chosen = timed(self.times, "embed", self.select, frame, faces)
         if self._tracker is not None:
@@ -188,14 +141,11 @@ class FaceStage:
     def _track_faces(self, frame: np.ndarray) -> list[TrackFace]:
         """This frame's faces in their tracks (stabilize.enabled)."""
         assert self.tracks is not None
-        tracking = self._tracker is not None and self._index % self.detect_every != 0
-        self._index += 1
-        if tracking:
-            followed = timed(self.times, "detect", self._tracker.track, frame)
-            if followed is not None:
-                self.tracks.linker.follow(self._ids, followed)
-                return [TrackFace(tid, face, TRACKED, tid in self._selected)
-                        for tid, face in zip(self._ids, followed)]
+        followed = self._follow(frame)
+        if followed is not None:
+            self.tracks.linker.follow(self._ids, followed)
+            return [TrackFace(tid, face, TRACKED, tid in self._selected)
+                    for tid, face in zip(self._ids, followed)]
         faces = timed(self.times, "detect", self.detector.detect, frame)
         ids = self.tracks.linker.link(faces)
         self._selected = timed(self.times, "embed", self.tracks.select, frame, faces, ids,
@@ -232,11 +182,13 @@ class FaceStage:
                  for f in (e.faces[t] for t in sorted(e.faces)) if f.selected and f.used is not None]
         colours = self._colours(entries, kept) if self.colour is not None else None
         if self.debug is not None:
-            self.debug.frames(kept, self._start - self._first, self.chain)
+            first = next((s.processor for s in self.chain if isinstance(s, ChainStep)), None)
+            self.debug.frames(kept, self._start - self._first,
+                              (first.template, first.size) if first is not None else None)
         ready = Ready(frames, dropped=len(entries) - len(kept))
         if self.debug is not None and self.debug.overlay:     # drawn, not swapped: not counted
             ready.rest = (lambda: self.debug.draw(kept)) if kept else None
-        elif faces:
+        elif faces or (kept and self._frame_steps):
             self.times.faces += len(faces)
             self.times.frames_touched += len({i for i, _ in faces})
             ready.rest = lambda: self.swap(frames, faces, colours)
@@ -260,7 +212,7 @@ class FaceStage:
         (``crop_size``: pixel boost auto) gets the faces of each side together."""
         proc = step.processor
         sizes = [proc.crop_size(face.kps) for _, face in faces]
-        if not getattr(proc, "color_match", False):
+        if proc.colour_crop is None:
             colours = None
         if all(size == proc.size for size in sizes):
             self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
@@ -284,9 +236,8 @@ class FaceStage:
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
         weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
-        wants = getattr(proc, "needs_target_identity", False)
         results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
-                        proc.max_batch, identities if wants else None)
+                        proc.max_batch, identities if proc.needs_target_identity else None)
         t0 = time.perf_counter()
         if colours is not None:
             results = self.colour.apply(results, colours)
@@ -318,20 +269,47 @@ class FaceStage:
             if ready.rest is not None:
                 ready.rest()
 
+    @property
+    def _frame_steps(self) -> bool:
+        return any(isinstance(s, FrameProcessor) for s in self.chain)
+
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
              colours: list | None = None) -> None:
-        """Run every step of the chain on ``faces`` of ``frames``, in place (after the landmark
-        step, when on, which may move the points the crops are placed by). The faces' identities
-        are taken first, from the frames as decoded, when a step asks for them."""
-        if self.landmarks is not None and self.tracks is None:   # with tracks: in _found
+        """Run every step of the chain on ``frames`` and their ``faces``, in place (after the
+        landmark step, when on, which may move the points the crops are placed by). The faces'
+        identities are taken first, from the frames as decoded, when a step asks for them."""
+        if faces and self.landmarks is not None and self.tracks is None:   # tracks: in _found
             faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         identities = None
-        if self.embed is not None and any(getattr(s.processor, "needs_target_identity", False)
-                                          for s in self.chain):
+        if faces and self.embed is not None and any(
+                isinstance(s, ChainStep) and s.processor.needs_target_identity
+                for s in self.chain):
             identities = timed(self.times, "embed", lambda: np.stack(
                 [self.embed(frames[i], face) for i, face in faces]))
         for step in self.chain:
-            self._apply(frames, faces, step, identities, colours)
+            if isinstance(step, FrameProcessor):
+                faces = self._frames(frames, faces, step)
+            elif faces:
+                self._apply(frames, faces, step, identities, colours)
+
+    def _frames(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
+                step: FrameProcessor) -> list[tuple[int, Face]]:
+        """Run a frame step over ``frames`` (the list's items replaced in place, so whoever
+        holds it writes the new frames); the faces move with the frames to their new size."""
+        height, width = frames[0].shape[:2]
+        frames[:] = timed(self.times, step.name, step.run, list(frames))
+        new_h, new_w = frames[0].shape[:2]
+        if (new_w, new_h) == (width, height):
+            return faces
+        return [(i, scale_face(face, new_w / width, new_h / height)) for i, face in faces]
+
+
+def scale_face(face: Face, sx: float, sy: float) -> Face:
+    """``face`` in a frame resized by ``sx`` × ``sy``."""
+    xy = np.array([sx, sy], np.float32)
+    return dataclasses.replace(
+        face, box=(face.box.reshape(2, 2) * xy).reshape(4), kps=face.kps * xy,
+        landmarks=face.landmarks * xy if face.landmarks is not None else None)
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
@@ -349,7 +327,7 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
             models.embedder.embed, reference, distance=select_cfg.distance,
             every=select_cfg.embed_every, margin=select_cfg.margin)
     else:
-        needed = any(getattr(p, "needs_target_identity", False) for p in models.processors)
+        needed = any(p.needs_target_identity for p in models.face_steps)
         if models.settings.release_idle_models and not needed:
             models.embedder.lazy.release()   # not needed again: the source embedding is cached
 
@@ -358,14 +336,19 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
     times.add("embed", time.perf_counter() - t0)
 
     @functools.lru_cache(maxsize=None)
-    def masks(size: int, contract: str) -> tuple[tuple[PasteMask, ...], tuple[PasteMask, ...]]:
-        before, after = step_masks(cfg, size, contract, models.masks)
+    def masks(size: int, padded: bool, on_result: bool
+              ) -> tuple[tuple[PasteMask, ...], tuple[PasteMask, ...]]:
+        before, after = step_masks(cfg.mask, size, models.masks, padded=padded,
+                                   on_result=on_result)
         return tuple(before), tuple(after)
-    chain = [ChainStep(p, p.bind_face(*faces.face(source)) if p.takes_source_image
-                       else p.bind(embedding), *masks(p.size, p.model.entry.contract),
-                       masks_for=functools.partial(lambda size, c: masks(size, c),
-                                                   c=p.model.entry.contract))
-             for p in models.processors]
+
+    def chain_step(p: FaceProcessor) -> ChainStep:
+        def masks_for(size: int) -> tuple[Sequence[PasteMask], Sequence[PasteMask]]:
+            return masks(size, p.mask_padding, p.mask_result)
+        return ChainStep(p, p.bind(given), *masks_for(p.size), masks_for=masks_for)
+
+    given = Source(embedding, lambda: faces.face(source))
+    chain = [chain_step(p) if isinstance(p, FaceProcessor) else p for p in models.processors]
     stab = cfg.stabilize
     tracks = None
     if stab.enabled:
@@ -373,8 +356,8 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
                           TrackSelection(select_cfg.mode, reference_tracks), stab.fill,
                           face_filter(stab.min_cutoff, stab.beta, stab.d_cutoff), stab.window)
     debug = FaceDebug.from_config(cfg.debug)
-    swapper = next((p for p in models.processors if getattr(p, "color_match", False)), None)
-    colour = ColourMatch(swapper.template, swapper.native) if swapper is not None else None
+    crop = next((p.colour_crop for p in models.face_steps if p.colour_crop is not None), None)
+    colour = ColourMatch(*crop) if crop is not None else None
     return FaceStage(detector=models.detector, select=select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
                      times=times, tracks=tracks, debug=debug, embed=models.embedder.embed,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
-from .config import Execution
+from .options import Execution
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """ONNX Runtime sessions: providers in order, options from the memory strategy, lazy loading.
 
-Everything a session needs comes from :class:`render.config.Execution` and is passed in; this
+Everything a session needs comes from :class:`render.options.Execution` and is passed in; this
 module keeps no state between renders.
 """
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any, Callable
 
 import onnxruntime as ort
 
-from .config import Execution
 from .errors import Interrupted, ModelError
 from .gpus import gpu_identity
 from .graphcache import DATA as GRAPH_DATA
 from .graphcache import GraphCache
 from .memory import strategy
+from .options import Execution
 from .threads import cpu_count
 
 log = logging.getLogger(__name__)

@@ -32,9 +32,10 @@ from render.masks.build import step_masks
 from render.masks.occlusion import OcclusionMask
 from render.models.manifest import ModelEntry, load_manifest
 from render.pipeline import StageTimes
-from render.processors.base import ProcessorModel
-from render.processors.enhancer import FaceEnhancer
-from render.processors.steps import Step
+from render.model_handle import ProcessorModel
+from render.processors.enhance import PROCESSOR as ENHANCE
+from render.processors.enhance.enhancer import FaceEnhancer
+from render.processors.swap.swapper import SwapperProcessor
 from render.sessions import LazySession
 from render.standins import media, quality
 from conftest import cli_env, model_args, run_cli
@@ -126,8 +127,8 @@ def test_only_the_alignment_module_fits_faces():
                       r"SimilarityTransform|umeyama")
     found = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                    if fits.search(p.read_text()) and p != root / "faces" / "align.py")
-    assert found == ["face_stage.py"], found
-    text = (root / "face_stage.py").read_text()
+    assert found == ["faces/flow.py"], found
+    text = (root / "faces" / "flow.py").read_text()
     assert len(fits.findall(text)) == 1 and "calcOpticalFlowPyrLK" in text
 
 
@@ -214,7 +215,7 @@ def test_several_occluders_take_the_minimum_then_one_soft_edge(tmp_path):
     a = _mask_model(_fixed_occluder(tmp_path / "a.onnx", (slice(60, 200), slice(90, 120))))
     b = _mask_model(_fixed_occluder(tmp_path / "b.onnx", (slice(60, 200), slice(126, 156))))
     cfg = load_config({"profile": "low", "mask.type": "feather", "mask.blur": "0.3"}, env={})
-    before, after = step_masks(cfg, 256, "swapper-inswapper", [a, b])
+    before, after = step_masks(cfg.mask, 256, [a, b], padded=True, on_result=True)
     assert after == []
     crops = np.random.default_rng(1).integers(0, 256, (2, 256, 256, 3), dtype=np.uint8)
     weights = combine(before, crops, [], [])
@@ -238,8 +239,11 @@ def test_an_enhancers_box_mask_has_no_padding():
     """FaceFusion's enhancer takes the box mask with padding 0, 0, 0, 0 whatever the swap's."""
     cfg = load_config({"profile": "low", "mask.type": "feather", "mask.blur": "0.3",
                        "mask.padding_bottom": "20", "mask.padding": "0.05"}, env={})
-    (swap_box,), _ = step_masks(cfg, 512, "swapper-inswapper", [])
-    (enh_box,), _ = step_masks(cfg, 512, "enhancer-gfpgan", [])
+    (swap_box,), _ = step_masks(cfg.mask, 512, [], padded=SwapperProcessor.mask_padding,
+                                on_result=SwapperProcessor.mask_result)
+    (enh_box,), after = step_masks(cfg.mask, 512, [], padded=FaceEnhancer.mask_padding,
+                                   on_result=FaceEnhancer.mask_result)
+    assert after == []
     crops = np.zeros((1, 512, 512, 3), np.uint8)
     enhancer = enh_box(crops, [], [])
     assert np.abs(enhancer - ff_box_mask(512, 0.3, (0, 0, 0, 0))).max() < 1e-6
@@ -281,10 +285,11 @@ def test_the_enhancers_blend_is_with_the_frame_after_the_paste(enhancer_models):
 
     entry = load_manifest(d).get("gfpgan_1.4")
     session = ort.InferenceSession(str(d / entry.file))
-    proc = FaceEnhancer(Step("enhance", "gfpgan_1.4", options={"blend": 0.5}),
+    proc = FaceEnhancer(ENHANCE.step("gfpgan_1.4", blend=0.5),
                         ProcessorModel(entry, d / entry.file, LazySession(lambda: session), d))
     cfg = load_config({"profile": "low", "mask.type": "feather", "mask.blur": "0.3"}, env={})
-    before, after = step_masks(cfg, 512, entry.contract, [])
+    before, after = step_masks(cfg.mask, 512, [], padded=proc.mask_padding,
+                               on_result=proc.mask_result)
     stage = FaceStage(detector=None, select=None, chain=[ChainStep(proc, proc.run, before, after)],
                       times=StageTimes())
     ours = frame.copy()

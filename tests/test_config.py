@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from render import config as c
+from render.models.needs import required_models
 from render.errors import ConfigError, UsageError
 
 
@@ -129,8 +130,8 @@ def test_help_lists_every_key_with_its_default():
 
 
 def test_required_models_follow_the_profile():
-    assert ("inswapper_128", "fp16") in c.required_models(c.load_config({"profile": "low"}, env={}))
-    high = c.required_models(c.load_config({"profile": "high"}, env={}))
+    assert ("inswapper_128", "fp16") in required_models(c.load_config({"profile": "low"}, env={}))
+    high = required_models(c.load_config({"profile": "high"}, env={}))
     assert ("gfpgan_1.4", "fp32") in high
 
 

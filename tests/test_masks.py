@@ -23,8 +23,7 @@ from render.files import sha256_file
 from render.masks.area import AreaMask
 from render.masks.model import soften
 from render.masks.region import RegionMask
-from render.models.manifest import ModelEntry
-from render.processors.base import ProcessorModel
+from render.model_handle import ModelEntry, ProcessorModel
 from render.report import report_path
 from render.sessions import LazySession
 from render.standins import media, quality
@@ -200,7 +199,7 @@ def test_every_mask_and_the_landmarker_on_give_the_same_bytes_on_any_lanes(model
     ({"mask.parser": "bisenet_resnet_34", "mask.regions": ""}, "with no mask.regions"),
 ])
 def test_masks_that_could_not_work_are_refused_before_loading(keys, message):
-    from render.config import required_models
+    from render.models.needs import required_models
     from render.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):

@@ -16,10 +16,11 @@ from render.faces.types import Face
 from render.models.manifest import load_manifest
 from render.face_stage import ChainStep, FaceStage
 from render.pipeline import StageTimes, run_batched, stream
-from render.processors.base import ProcessorModel
-from render.processors.enhancer import FaceEnhancer
-from render.processors.inswapper import InswapperProcessor
-from render.processors.steps import Step
+from render.model_handle import ProcessorModel
+from render.processors import registry
+from render.processors.base import Source
+from render.processors.enhance.enhancer import FaceEnhancer
+from render.processors.swap.inswapper import InswapperProcessor
 from render.sessions import LazySession
 
 
@@ -195,9 +196,9 @@ def _stage(models, *, batch, every=1, enhance=False, detector=None, counter=None
 
     def step(cls, name, model, lazy, **options):
         entry = manifest.get(model)
-        proc = cls(Step(name, model, options=options),
+        proc = cls(registry.processor(name).step(model, **options),
                    ProcessorModel(entry, models / entry.file, lazy, models / "cache"))
-        source = np.linspace(-1, 1, 512).astype(np.float32)
+        source = Source(np.linspace(-1, 1, 512).astype(np.float32), lambda: None)
         return ChainStep(proc, proc.bind(source), paste_masks("feather", proc.size, 0.0, 0.3))
 
     chain = [step(InswapperProcessor, "swap", "inswapper_128", LazySession(lambda: swap_sess))]

@@ -7,6 +7,7 @@ runs it without any change to the pipeline, the app layer or the report.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
@@ -21,7 +22,9 @@ from render.batch import render_all
 from render.config import load_config
 from render.files import sha256_file
 from render.processors import registry
+from render.options import option
 from render.processors.base import FaceProcessor
+from render.processors.spec import Processor
 from render.report import report_path
 from render.standins import media
 from render.standins import models as models_mod
@@ -32,7 +35,6 @@ from conftest import run_cli
 class InvertProcessor(FaceProcessor):
     """Crops in 0..1 through the model (1 - x), back to uint8."""
 
-    contracts = ("test-invert",)
     template = "arcface_128"
     size = 128
 
@@ -41,6 +43,15 @@ class InvertProcessor(FaceProcessor):
         inp = self.lazy.session.get_inputs()[0].name
         y = self.lazy.run({inp: x})[0]
         return np.clip(np.rint(y * 255.0), 0, 255).astype(np.uint8).transpose(0, 2, 3, 1)
+
+
+@dataclass(frozen=True)
+class Invert:
+    model: str = option("invert_standin", "the inverting stand-in")
+
+
+#: its declaration: a section and the class driving its contract
+INVERT = Processor("invert", Invert, drivers={"test-invert": f"{__name__}:InvertProcessor"})
 
 
 def _invert_model(path: Path) -> None:
@@ -65,10 +76,11 @@ def setup(tmp_path, monkeypatch):
         "file": "invert_standin.onnx", "sha256": sha256_file(models / "invert_standin.onnx"),
         "licence": "MIT", "commercial_use": True, "contract": "test-invert",
         "template": "arcface_128", "input_size": 128}}}))
-    monkeypatch.setitem(registry._added, "test-invert", InvertProcessor)
     media.make_source_image(tmp_path / "source.png")
     truth = media.make_image_target(tmp_path / "target.png", width=640, height=360)
-    return tmp_path, models, overlay, truth
+    registry.register(INVERT)
+    yield tmp_path, models, overlay, truth
+    registry.unregister(INVERT.name)
 
 
 def _render(tmp: Path, models: Path, overlay: Path, name: str, chain: str,

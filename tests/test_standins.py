@@ -138,7 +138,7 @@ def test_manifest_entries_and_hashes(models):
     assert set(m) == {"scrfd_2.5g", "arcface_w600k_r50", "inswapper_128", "inswapper_128_fp16", "gfpgan_1.4",
                       "hyperswap_1a_256", "xseg_1", "bisenet_resnet_34", "2dfan4"}
     # every model a profile names has its stand-in, so every profile renders in the tests
-    from render.config import profile_models
+    from render.models.needs import profile_models
     assert {name for req in profile_models().values() for name, _ in req} <= set(m)
     for name, e in m.items():
         p = d / e["file"]

@@ -17,11 +17,12 @@ from render.batch import render_all
 from render.config import load_config
 from render.errors import ConfigError
 from render.files import sha256_file
-from render.models.manifest import ModelEntry
-from render.processors.base import ProcessorModel
-from render.processors.embedding_swapper import EmbeddingSwapper
-from render.processors.pixel_boost import allowed_sizes, auto_size, boost_size, explode, implode
-from render.processors.steps import Step
+from render.model_handle import ModelEntry, ProcessorModel
+from render.processors.base import Source
+from render.processors.swap import PROCESSOR as SWAP
+from render.processors.swap.embedding_swapper import EmbeddingSwapper
+from render.processors.swap.pixel_boost import (allowed_sizes, auto_size, boost_size, explode,
+                                                implode)
 from render.report import report_path
 from render.sessions import SessionFactory
 from render.standins import media
@@ -62,6 +63,11 @@ def _entry(name: str, path: Path, contract: str, size: int, template: str = "arc
                       input_size=size, needs=needs)
 
 
+def _source(embedding: np.ndarray) -> Source:
+    """A source of this embedding only (the identity-vector swappers take no image)."""
+    return Source(embedding, lambda: pytest.fail("an identity swapper asked for the image"))
+
+
 def _processor(tmp_path: Path, mode: str, contract: str = "swapper-hyperswap", *,
                boost: str = "off", weight: float = 0.5, converter: float | None = None
                ) -> EmbeddingSwapper:
@@ -76,7 +82,7 @@ def _processor(tmp_path: Path, mode: str, contract: str = "swapper-hyperswap", *
         centry = _entry("crossface", cpath, "converter-crossface", 512, template=None)
         needs = {"crossface": ProcessorModel(centry, cpath, factory.lazy(cpath), tmp_path)}
     entry = _entry(mode, path, contract, 256, needs=tuple(needs))
-    step = Step("swap", mode, options={"pixel_boost": boost, "weight": weight})
+    step = SWAP.step(mode, pixel_boost=boost, weight=weight)
     return EmbeddingSwapper(step, ProcessorModel(entry, path, factory.lazy(path), tmp_path, needs))
 
 
@@ -86,7 +92,7 @@ def test_an_identity_swapper_through_pixel_boost_gives_the_boosted_crop_back(tmp
     proc = _processor(tmp_path, "identity", boost="512")
     assert (proc.native, proc.size) == (256, 512)
     crops = np.random.RandomState(1).randint(0, 256, (2, 512, 512, 3), np.uint8)
-    run = proc.bind(np.ones(512, np.float32))
+    run = proc.bind(_source(np.ones(512, np.float32)))
     assert np.array_equal(run(crops), crops)
 
 
@@ -97,7 +103,7 @@ def test_each_tile_is_a_whole_face_at_a_quarter_of_the_pixels(tmp_path):
     proc = _processor(tmp_path, "tile-mean", boost="512")
     crop = np.zeros((1, 512, 512, 3), np.uint8)
     crop[:, :, 256:] = 255
-    out = proc.bind(np.ones(512, np.float32))(crop)
+    out = proc.bind(_source(np.ones(512, np.float32)))(crop)
     assert out.min() >= 126 and out.max() <= 129, (out.min(), out.max())
 
 
@@ -233,7 +239,7 @@ def test_auto_boost_swaps_faces_of_two_sizes_in_one_frame_at_their_own_sides(tmp
 
     proc = _processor(tmp_path, "identity", boost="auto")
     seen: list[int] = []
-    run = proc.bind(np.ones(512, np.float32))
+    run = proc.bind(_source(np.ones(512, np.float32)))
 
     def recording(crops):
         seen.append(crops.shape[1])
@@ -272,7 +278,7 @@ def test_image_swappers_take_the_source_face_crop_in_rgb(tmp_path, contract, sou
     output range; the weight does not apply."""
     from render.faces.align import template_points
     from render.faces.types import Face
-    from render.processors.image_swapper import ImageSwapper
+    from render.processors.swap.image_swapper import ImageSwapper
     from render.standins.swappers import make_image_swapper
 
     factory = SessionFactory(load_config({}, env={}).execution, tmp_path,
@@ -280,13 +286,13 @@ def test_image_swappers_take_the_source_face_crop_in_rgb(tmp_path, contract, sou
     path = tmp_path / "image_swapper.onnx"
     make_image_swapper(path, size=256, source_size=source_size, signed=signed)
     entry = _entry("img", path, contract, 256, template="ffhq_512")
-    proc = ImageSwapper(Step("swap", "img", options={"weight": 0.0, "pixel_boost": "512"}),
+    proc = ImageSwapper(SWAP.step("img", weight=0.0, pixel_boost="512"),
                         ProcessorModel(entry, path, factory.lazy(path), tmp_path))
-    assert proc.takes_source_image and not proc.needs_target_identity
+    assert not proc.needs_target_identity
     image = np.full((400, 400, 3), (10, 100, 200), np.uint8)       # BGR
     face = Face(box=np.array([100, 100, 300, 300], np.float32),
                 kps=(template_points("arcface_128", 200) + 100).astype(np.float32), score=1.0)
-    run = proc.bind_face(image, face)
+    run = proc.bind(Source(np.ones(512, np.float32), lambda: (image, face)))
     out = run(np.zeros((1, 512, 512, 3), np.uint8))
     assert out.shape == (1, 512, 512, 3)
     assert np.abs(out.reshape(-1, 3).astype(int) - (10, 100, 200)).max() <= 1

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Sequence, get_type_hints
 
 from ..errors import ConfigError, UsageError
 from .profiles import read_profile
-from .schema import SCHEMA, Config
+from .schema import SCHEMA, Config, processor_sections
 from .trim import parse_trim
 from .validate import coerce, unknown_key_message
 
@@ -34,6 +34,9 @@ def _build(cls: type, flat: Mapping[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     for f in dataclasses.fields(cls):
         t = hints[f.name]
+        if f.metadata.get("processors"):
+            kwargs[f.name] = processor_sections(flat, _build)
+            continue
         if f.metadata.get("internal"):
             if prefix + f.name in flat:
                 kwargs[f.name] = flat[prefix + f.name]

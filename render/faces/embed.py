@@ -11,6 +11,10 @@ from . import align
 from .types import Face
 
 
+#: the manifest contract of the models this drives
+CONTRACTS = ("embedder-arcface",)
+
+
 class Embedder:
     template = "arcface_112_v2"
     size = 112

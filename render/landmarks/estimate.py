@@ -15,7 +15,6 @@ TEMPLATE = "ffhq_512"
 
 
 class Landmarks68From5(LandmarkModel):
-    contracts = ("landmarker-fan-68-5",)
 
     def estimate(self, kps: np.ndarray) -> np.ndarray:
         """(68, 2) float32 frame points from the (5, 2) ``kps``."""

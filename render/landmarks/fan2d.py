@@ -47,7 +47,6 @@ def raise_contrast(crop: np.ndarray) -> np.ndarray:
 
 
 class Fan2dLandmarker(LandmarkModel):
-    contracts = ("landmarker-2dfan4",)
 
     def crop(self, frame: np.ndarray, face: Face) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The model's input crop (256², BGR uint8) and its two matrices."""

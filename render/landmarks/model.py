@@ -3,22 +3,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..processors.base import ProcessorModel, model_row
-from ..sessions import LazySession
+from ..model_handle import ProcessorModel, Session
 
 
 class LandmarkModel:
-    """Base of the landmark models; a subclass sets ``contracts``."""
-
-    contracts: tuple[str, ...] = ()
+    """Base of the landmark models."""
 
     def __init__(self, role: str, model: ProcessorModel) -> None:
         self.role = role
         self.model = model
 
     @property
-    def lazy(self) -> LazySession:
+    def lazy(self) -> Session:
         return self.model.lazy
 
     def record(self) -> dict[str, Any]:
-        return model_row(self.role, self.model.entry, self.model.path, self.lazy)
+        return self.model.row(self.role)

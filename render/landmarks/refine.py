@@ -4,23 +4,16 @@ landmarker's 5 points replace the detector's where its score is above ``landmark
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..faces.types import Face
-from ..models.manifest import ModelEntry
-from ..processors.base import ProcessorModel
+from ..model_handle import ModelEntry, ProcessorModel
 from . import registry
 from .estimate import Landmarks68From5
 from .fan2d import Fan2dLandmarker
 from .points import five_from_68
-
-if TYPE_CHECKING:
-    from ..config import Config
-
-#: the report's role of each key's model
-ROLES = {"landmark.model": "landmark", "landmark.estimator": "landmark-estimate"}
 
 
 class FaceLandmarks:
@@ -51,17 +44,16 @@ class FaceLandmarks:
         return [(i, self.face(frames[i], face)) for i, face in faces]
 
 
-def load_landmarks(cfg: Config, entry_for: Callable[[str, str, frozenset[str]], ModelEntry],
+def load_landmarks(named: Mapping[str, str], score: float,
+                   entry_for: Callable[[str, str, frozenset[str]], ModelEntry],
                    model_for: Callable[[ModelEntry], ProcessorModel]) -> FaceLandmarks | None:
-    """The landmark step ``landmark.*`` and ``mask.areas`` ask for, or None; ``entry_for`` and
-    ``model_for`` as in ``masks.build.load_masks``."""
+    """The landmark step of ``named`` (key → manifest name: ``landmark.model``, or
+    ``landmark.estimator`` for ``mask.areas``), or None; ``score``: ``landmark.score``;
+    ``entry_for`` and ``model_for`` as in ``masks.build.load_masks``."""
     found: dict[str, Any] = {}
-    for key, name in registry.named_models(cfg).items():
+    for key, name in named.items():
         entry = entry_for(key, name, registry.KEY_CONTRACTS[key])
-        cls = registry.landmark_class(entry.contract)
-        assert cls is not None
-        found[key] = cls(ROLES[key], model_for(entry))
+        found[key] = registry.landmark_class(entry.contract)(registry.ROLES[key], model_for(entry))
     if not found:
         return None
-    return FaceLandmarks(found.get("landmark.model"), found.get("landmark.estimator"),
-                         cfg.landmark.score)
+    return FaceLandmarks(found.get("landmark.model"), found.get("landmark.estimator"), score)

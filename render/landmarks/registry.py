@@ -1,50 +1,32 @@
-"""Manifest contract → the class that drives a landmark model, imported on first use.
+"""Manifest contract → the class that drives a landmark model, imported on first use; the keys
+that name landmark models and the contracts each takes.
 
 Light on purpose: the manifest asks it which contracts are landmark models without importing
 ONNX Runtime or the models' classes.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..model_handle import load_class
 
-from ..errors import ConfigError
-from ..processors.registry import imported
-
-if TYPE_CHECKING:
-    from ..config import Config
-    from .model import LandmarkModel
-
-#: contract → "module:Class" (relative to this package)
+#: contract → "module:Class"
 BUILT_IN: dict[str, str] = {
-    "landmarker-2dfan4": ".fan2d:Fan2dLandmarker",
-    "landmarker-fan-68-5": ".estimate:Landmarks68From5",
+    "landmarker-2dfan4": "render.landmarks.fan2d:Fan2dLandmarker",
+    "landmarker-fan-68-5": "render.landmarks.estimate:Landmarks68From5",
 }
 
-#: the key naming a landmark model → the contracts its model may have: a landmarker reads the
-#: frame, an estimator only the 5 points
+#: the key naming a landmark model → the contracts its model may have (a landmarker reads the
+#: frame, an estimator only the 5 points), and the report's role of each
 KEY_CONTRACTS: dict[str, frozenset[str]] = {
     "landmark.model": frozenset({"landmarker-2dfan4"}),
     "landmark.estimator": frozenset({"landmarker-fan-68-5"}),
 }
+ROLES = {"landmark.model": "landmark", "landmark.estimator": "landmark-estimate"}
 
 
 def contracts() -> frozenset[str]:
     return frozenset(BUILT_IN)
 
 
-def landmark_class(contract: str) -> type[LandmarkModel] | None:
-    """The class for ``contract``; None when nothing drives it."""
-    return imported(BUILT_IN, contract, __package__)
-
-
-def named_models(cfg: Config) -> dict[str, str]:
-    """key → manifest name of the landmark models a render with ``cfg`` loads: the landmarker
-    when ``landmark.model`` is set, else the estimator when ``mask.areas`` needs 68 points."""
-    if cfg.landmark.model:
-        return {"landmark.model": cfg.landmark.model}
-    if cfg.mask.areas:
-        if not cfg.landmark.estimator:
-            raise ConfigError(f"mask.areas={','.join(cfg.mask.areas)} needs 68 landmarks: set "
-                              f"landmark.model or landmark.estimator")
-        return {"landmark.estimator": cfg.landmark.estimator}
-    return {}
+def landmark_class(contract: str) -> type:
+    """The class for ``contract`` (one of :func:`contracts`)."""
+    return load_class(BUILT_IN[contract])

@@ -1,38 +1,33 @@
 """A chain step's masks from ``mask.*``: which are computed before the step runs (on the crop it
-is given) and which after (on its result), as FaceFusion does.
+is given) and which after (on its result), as FaceFusion does. The step says which apply:
 
-- every step: the box mask (``mask.type`` and ``blur``; a swapper's also with ``padding`` and the
-  per-side paddings, an enhancer's with none, as FaceFusion's) and the occlusion masks (several
-  as one: their minimum, softened once), on the crop before the step;
-- swappers only: the region and area masks, on the swapped crop (an enhancer keeps the face it
-  is given, so those would cut nothing new).
+- every step: the box mask (``mask.type`` and ``blur``; with ``padding`` and the per-side
+  paddings where the step asks for them — a swapper, as FaceFusion's — else none) and the
+  occlusion masks (several as one: their minimum, softened once), on the crop before the step;
+- steps that ask for them (a swapper): the region and area masks, on the step's result (an
+  enhancer keeps the face it is given, so those would cut nothing new).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..faces.mask import NO_SIDES, PasteMask, paste_masks
-from ..models.manifest import ModelEntry
-from ..processors.base import ProcessorModel
+from ..model_handle import ModelEntry, ProcessorModel
 from . import registry
 from .area import AreaMask
 from .model import ModelMask
 from .occlusion import OcclusionMask, Occluders
 
 if TYPE_CHECKING:
-    from ..config import Config
-
-#: the report's role of each key's masks
-ROLES = {"mask.occluder": "occlusion", "mask.parser": "region"}
+    from ..options import Mask
 
 
-def step_masks(cfg: Config, size: int, contract: str, models: Sequence[ModelMask]
-               ) -> tuple[list[PasteMask], list[PasteMask]]:
-    """(before, after) for a step of crop side ``size`` whose model has ``contract``;
-    ``models`` are the loaded occlusion and region masks."""
-    mask = cfg.mask
-    swapper = contract.startswith("swapper-")
-    if swapper:
+def step_masks(mask: Mask, size: int, models: Sequence[ModelMask], *, padded: bool,
+               on_result: bool) -> tuple[list[PasteMask], list[PasteMask]]:
+    """(before, after) for a step of crop side ``size``; ``models`` are the loaded occlusion and
+    region masks; ``padded``: the box mask takes the paddings; ``on_result``: the region and
+    area masks apply, on the step's result."""
+    if padded:
         sides = (mask.padding_top, mask.padding_right, mask.padding_bottom, mask.padding_left)
         before: list[PasteMask] = paste_masks(mask.type, size, mask.padding, mask.blur, sides)
     else:
@@ -41,21 +36,19 @@ def step_masks(cfg: Config, size: int, contract: str, models: Sequence[ModelMask
     if occluders:
         before.append(Occluders(occluders))
     before += [m for m in models if not m.after_swap and m not in occluders]
-    after: list[PasteMask] = [m for m in models if m.after_swap] if swapper else []
-    if mask.areas and swapper:
+    after: list[PasteMask] = [m for m in models if m.after_swap] if on_result else []
+    if mask.areas and on_result:
         after.append(AreaMask(mask.areas))
     return before, after
 
 
-def load_masks(cfg: Config, entry_for: Callable[[str, str, frozenset[str]], ModelEntry],
+def load_masks(named: Sequence[tuple[str, str]], mask: Mask,
+               entry_for: Callable[[str, str, frozenset[str]], ModelEntry],
                model_for: Callable[[ModelEntry], ProcessorModel]) -> list[ModelMask]:
-    """The occlusion and region masks ``mask.occluder`` and ``mask.parser`` name, each driven by
-    the class its manifest contract picks; ``entry_for(key, name, contracts)`` gives the verified
-    entry (its contract checked against those ``key`` takes), ``model_for(entry)`` its model."""
-    masks: list[ModelMask] = []
-    for key, name in registry.named_models(cfg):
-        entry = entry_for(key, name, registry.contracts_for(key))
-        cls = registry.mask_class(entry.contract)
-        assert cls is not None
-        masks.append(cls(ROLES[key], model_for(entry), cfg.mask))
-    return masks
+    """The occlusion and region masks of ``named`` ((key, manifest name): ``mask.occluder``,
+    ``mask.parser``), each driven by the class its manifest contract picks; ``entry_for(key,
+    name, contracts)`` gives the verified entry (its contract checked against those ``key``
+    takes), ``model_for(entry)`` its model."""
+    return [registry.mask_class(entry.contract)(registry.ROLES[key], model_for(entry), mask)
+            for key, name in named
+            for entry in (entry_for(key, name, registry.KEY_CONTRACTS[key]),)]

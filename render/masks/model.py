@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 import cv2
 import numpy as np
 
-from ..faces.swap import accepts_batch
 from ..faces.types import Face
-from ..processors.base import ProcessorModel, model_row
+from ..model_handle import ProcessorModel, accepts_batch
 
 if TYPE_CHECKING:
-    from ..config.schema import Mask
+    from ..options import Mask
 
 #: the sigma of the blur before the threshold (FaceFusion: 5 px at every crop size)
 EDGE_SIGMA = 5.0
@@ -27,10 +26,9 @@ def soften(mask: np.ndarray) -> np.ndarray:
 
 
 class ModelMask:
-    """Base of the masks driven by a model: a subclass sets ``contracts`` and implements
-    :meth:`__call__` (a :class:`render.faces.mask.PasteMask`)."""
+    """Base of the masks driven by a model: a subclass implements :meth:`__call__` (a
+    :class:`render.faces.mask.PasteMask`)."""
 
-    contracts: tuple[str, ...] = ()
     #: True: computed on the processor's result (region); False: on the crop it is given (occlusion)
     after_swap = False
 
@@ -58,7 +56,7 @@ class ModelMask:
         raise NotImplementedError
 
     def record(self) -> dict[str, Any]:
-        return model_row(self.role, self.model.entry, self.model.path, self.lazy)
+        return self.model.row(self.role)
 
 
 def resize_all(images: np.ndarray, size: int) -> np.ndarray:

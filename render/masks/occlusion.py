@@ -13,7 +13,6 @@ from .model import ModelMask, resize_all, soften
 
 
 class OcclusionMask(ModelMask):
-    contracts = ("occluder-xseg",)
 
     def __call__(self, crops: np.ndarray, faces: Sequence[Face],
                  matrices: Sequence[np.ndarray]) -> np.ndarray:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..faces.types import Face
-from ..processors.base import ProcessorModel
+from ..model_handle import ProcessorModel
 from .model import ModelMask, resize_all, soften
 
 if TYPE_CHECKING:
-    from ..config.schema import Mask
+    from ..options import Mask
 
 #: region name → the parser's class ids (yakhyo/CelebAMask-HQ: 0 background, 1 skin, 2/3 left and
 #: right eyebrow, 4/5 eyes, 6 glasses, 7/8 ears, 9 earring, 10 nose, 11 mouth (inner), 12/13
@@ -30,7 +30,6 @@ def region_ids(regions: Sequence[str]) -> tuple[int, ...]:
 
 
 class RegionMask(ModelMask):
-    contracts = ("parser-bisenet",)
     after_swap = True
 
     def __init__(self, role: str, model: ProcessorModel, options: Mask) -> None:

@@ -1,48 +1,32 @@
-"""Manifest contract → the mask class that drives a model of it, imported on first use.
+"""Manifest contract → the mask class that drives a model of it, imported on first use; the
+keys that name mask models and the contracts each takes.
 
 Light on purpose: the manifest asks it which contracts are maskers without importing ONNX
 Runtime or the maskers themselves.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..model_handle import load_class
 
-from ..errors import ConfigError
-from ..processors.registry import imported
-
-if TYPE_CHECKING:
-    from ..config import Config
-    from .model import ModelMask
-
-#: contract → "module:Class" (relative to this package)
+#: contract → "module:Class"
 BUILT_IN: dict[str, str] = {
-    "occluder-xseg": ".occlusion:OcclusionMask",
-    "parser-bisenet": ".region:RegionMask",
+    "occluder-xseg": "render.masks.occlusion:OcclusionMask",
+    "parser-bisenet": "render.masks.region:RegionMask",
 }
 
-
-#: the key naming a mask model → the kind of contract its model must have
-KEY_KINDS = {"mask.occluder": "occluder-", "mask.parser": "parser-"}
+#: the key naming a mask model → the contracts its model may have, and the report's role of
+#: its masks
+KEY_CONTRACTS: dict[str, frozenset[str]] = {
+    "mask.occluder": frozenset({"occluder-xseg"}),
+    "mask.parser": frozenset({"parser-bisenet"}),
+}
+ROLES = {"mask.occluder": "occlusion", "mask.parser": "region"}
 
 
 def contracts() -> frozenset[str]:
     return frozenset(BUILT_IN)
 
 
-def contracts_for(key: str) -> frozenset[str]:
-    """The contracts a model named by ``key`` (``mask.occluder``, ``mask.parser``) may have."""
-    return frozenset(c for c in BUILT_IN if c.startswith(KEY_KINDS[key]))
-
-
-def mask_class(contract: str) -> type[ModelMask] | None:
-    """The class for ``contract``; None when no mask drives it."""
-    return imported(BUILT_IN, contract, __package__)
-
-
-def named_models(cfg: Config) -> list[tuple[str, str]]:
-    """(key, manifest name) of the mask models a render with ``cfg`` loads, in order."""
-    if cfg.mask.parser and not cfg.mask.regions:
-        raise ConfigError(f"mask.parser={cfg.mask.parser} with no mask.regions would keep none "
-                          f"of the swapped face: name the regions to keep")
-    return [*(("mask.occluder", name) for name in cfg.mask.occluder),
-            *([("mask.parser", cfg.mask.parser)] if cfg.mask.parser else [])]
+def mask_class(contract: str) -> type:
+    """The class for ``contract`` (one of :func:`contracts`)."""
+    return load_class(BUILT_IN[contract])

@@ -6,26 +6,29 @@ their first call (``sessions.LazySession``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import cv2
 
-from ..config import Config, required_models
+from ..config import Config
 from ..errors import ConfigError, ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
-from ..faces.embed import Embedder
+from ..faces.embed import CONTRACTS as EMBEDDER_CONTRACTS, Embedder
 from ..landmarks.refine import FaceLandmarks, load_landmarks
 from ..masks.build import load_masks
 from ..masks.model import ModelMask
 from ..memory import StrategySettings, strategy
+from ..model_handle import ModelEntry, ProcessorModel, model_row
 from ..processors import registry
-from ..processors.base import FaceProcessor, ProcessorModel, model_row
-from ..processors.steps import SECTIONS, chain_steps
+from ..processors.base import ChainProcessor, FaceProcessor, FrameProcessor
+from ..processors.spec import Processor, Step
 from ..sessions import LazySession, Preload, SessionFactory
 from ..threads import ThreadPolicy
-from .manifest import ModelEntry, load_manifest
+from .manifest import load_manifest
+from .needs import chain_steps, landmark_models, mask_models, required_models
 from .store import ModelStore, default_stamp_dir
 
 
@@ -56,7 +59,7 @@ def load_detector(cfg: Config, store: ModelStore, factory: SessionFactory,
 
 @dataclass
 class LoadedModels:
-    """The models of one render: detector, embedder and the chain of face processors."""
+    """The models of one render: detector, embedder and the chain's processors."""
 
     cfg: Config
     store: ModelStore
@@ -68,11 +71,26 @@ class LoadedModels:
     detector: Detector
     embedder_entry: ModelEntry
     embedder: Embedder
-    processors: list[FaceProcessor]
+    #: the chain's processors, in order: face and frame steps
+    processors: list[ChainProcessor]
     #: the occlusion and region masks (``mask.occluder``, ``mask.parser``)
     masks: list[ModelMask] = field(default_factory=list)
     #: the landmark step (``landmark.model``, or the estimator for ``mask.areas``), or None
     landmarks: FaceLandmarks | None = None
+
+    @property
+    def face_steps(self) -> list[FaceProcessor]:
+        return [p for p in self.processors if isinstance(p, FaceProcessor)]
+
+    def output_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size of the chain's frames out for frames of ``width`` × ``height`` in."""
+        for p in self.processors:
+            if isinstance(p, FrameProcessor):
+                width, height = p.output_size(width, height)
+        return width, height
+
+    def _with_models(self) -> list[ChainProcessor]:
+        return [p for p in self.processors if p.model is not None]
 
     def _extras(self) -> list[Any]:
         """The mask and landmark models: anything with ``lazy``, ``model`` and ``record()``."""
@@ -97,9 +115,9 @@ class LoadedModels:
     def _named(self) -> list[tuple[str, LazySession, ModelEntry]]:
         triples = [("detect", self.detector.lazy, self.detector_entry),
                    ("embed", self.embedder.lazy, self.embedder_entry),
-                   *((p.name, p.lazy, p.model.entry) for p in self.processors),
+                   *((p.name, p.lazy, p.model.entry) for p in self._with_models()),
                    *((m.role, m.lazy, m.model.entry) for m in self._extras()),
-                   *((f"{p.name}-{key}", m.lazy, m.entry) for p in self.processors
+                   *((f"{p.name}-{key}", m.lazy, m.entry) for p in self._with_models()
                      for key, m in p.model.needs.items())]
         seen: dict[str, int] = {}
         named: list[tuple[str, LazySession, ModelEntry]] = []
@@ -112,7 +130,7 @@ class LoadedModels:
         """Whether the models run on the CPU provider: the providers the chain's first session
         (else the detector's) actually got, once it exists — a GPU provider that failed at
         creation or in a call leaves the model on the CPU — else the configured first."""
-        for lazy in [*(p.lazy for p in self.processors), self.detector.lazy]:
+        for lazy in [*(p.lazy for p in self._with_models()), self.detector.lazy]:
             if lazy.providers:
                 return lazy.providers[0] == "CPUExecutionProvider"
         return self.factory.providers[0] == "CPUExecutionProvider"
@@ -131,7 +149,8 @@ class LoadedModels:
 
     def preload(self) -> Preload:
         """Create the face processors' sessions in the background (:class:`Preload`)."""
-        return Preload([*(p.lazy for p in self.processors), *(m.lazy for m in self._extras())])
+        return Preload([*(p.lazy for p in self._with_models()),
+                        *(m.lazy for m in self._extras())])
 
     def records(self) -> list[dict[str, Any]]:
         """The report's rows: each model with its file, SHA-256 and the providers it got."""
@@ -142,20 +161,30 @@ class LoadedModels:
                 *(p.record() for p in self.processors), *(m.record() for m in self._extras())]
 
 
-def _section_contracts(section: str) -> frozenset[str]:
-    """The contracts a section's ``model`` may have (``swap.model`` a swapper's)."""
-    return frozenset(c for c in registry.contracts() if c.startswith(SECTIONS[section]))
+def _step_processor(step: Step, manifest: Any) -> tuple[Processor, str]:
+    """The processor of ``step`` and the key its model is named by: a section's own, checked
+    against the contracts it drives (before the model's precision is looked at), or the
+    processor driving the contract of the model a step names directly."""
+    processor = registry.processor(step.name)
+    if processor is not None:
+        if step.model:
+            _check_contract(manifest.get(step.model), f"{step.name}.model",
+                            frozenset(c for c in processor.drivers if c))
+        return processor, f"{step.name}.model"
+    entry = manifest.get(step.model)
+    _check_contract(entry, "processors", registry.contracts())
+    found = registry.for_contract(entry.contract)
+    assert found is not None
+    return found, "processors"
 
 
 def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
-    """Verify every model ``cfg`` needs and wire detector, embedder and processors; their
+    """Verify every model ``cfg`` needs and wire detector, embedder and the chain; their
     sessions on a GPU provider run on CUDA device ``device_id`` (None: device 0)."""
     store = model_store(cfg)
-    for step in chain_steps(cfg):   # a model of the wrong kind is told so before its precision
-        if step.name in SECTIONS:
-            _check_contract(store.manifest.get(step.model), f"{step.name}.model",
-                            _section_contracts(step.name))
-    resolved = store.verify_required(required_models(cfg))   # before any frame is decoded
+    steps = chain_steps(cfg)
+    kinds = [_step_processor(step, store.manifest) for step in steps]
+    resolved = store.verify_required(required_models(cfg, steps))   # before any frame is decoded
     factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
@@ -168,25 +197,28 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     def lazy(entry: ModelEntry) -> LazySession:
         return factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
 
+    def model_for(entry: ModelEntry, needs: dict[str, ProcessorModel] | None = None
+                  ) -> ProcessorModel:
+        return ProcessorModel(entry, store.path(entry), lazy(entry), cfg.cache_path, needs or {})
+
     detector_entry, detector = load_detector(cfg, store, factory,
                                              resolved[(cfg.detect.model, "fp32")])
     embedder_entry = resolved[(cfg.embed.model, "fp32")]
-    _check_contract(embedder_entry, "embed.model", ("embedder-arcface",))
-    processors = []
-    for step in chain_steps(cfg):
+    _check_contract(embedder_entry, "embed.model", EMBEDDER_CONTRACTS)
+    processors: list[ChainProcessor] = []
+    for step, (processor, key) in zip(steps, kinds):
+        if not step.model:
+            processors.append(registry.driver(processor)(step, None))
+            continue
         entry = resolved[(step.model, step.precision)]
-        if step.name in SECTIONS:
-            _check_contract(entry, f"{step.name}.model", _section_contracts(step.name))
-        else:
-            _check_contract(entry, "processors", registry.contracts())
-        cls = registry.processor_class(entry.contract)
-        assert cls is not None
-        needs = {name: ProcessorModel(resolved[(name, "fp32")], store.path(resolved[(name, "fp32")]),
-                                      lazy(resolved[(name, "fp32")]), cfg.cache_path)
-                 for name in entry.needs}
-        processors.append(cls(step, ProcessorModel(entry, store.path(entry), lazy(entry),
-                                                   cfg.cache_path, needs)))
-    if not processors:
+        _check_contract(entry, key, frozenset(c for c in processor.drivers if c))
+        if key == "processors":     # named by its model: the processor's declared defaults
+            step = dataclasses.replace(step, options=processor.defaults(),
+                                       defaults=processor.defaults())
+        needs = {name: model_for(resolved[(name, "fp32")]) for name in entry.needs}
+        processors.append(registry.driver(processor, entry.contract)(step,
+                                                                      model_for(entry, needs)))
+    if not any(isinstance(p, FaceProcessor) for p in processors):
         raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
                           f"(enhance runs only with enhance.enabled=true)")
 
@@ -195,12 +227,11 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
         _check_contract(entry, key, allowed)
         return entry
 
-    def model_for(entry: ModelEntry) -> ProcessorModel:
-        return ProcessorModel(entry, store.path(entry), lazy(entry), cfg.cache_path)
-
     models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=strategy(cfg.execution),
                           threads=threads, detector_entry=detector_entry, detector=detector,
                           embedder_entry=embedder_entry, embedder=Embedder(lazy(embedder_entry)),
-                          processors=processors, masks=load_masks(cfg, entry_for, model_for),
-                          landmarks=load_landmarks(cfg, entry_for, model_for))
+                          processors=processors,
+                          masks=load_masks(mask_models(cfg), cfg.mask, entry_for, model_for),
+                          landmarks=load_landmarks(landmark_models(cfg), cfg.landmark.score,
+                                                   entry_for, model_for))
     return models

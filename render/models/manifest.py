@@ -16,7 +16,7 @@ Format (``version: 1``)::
         urls: [primary, mirror]    # optional; empty for local/user/converted models
         licence: "MIT"
         commercial_use: true       # false = shown as NON-COMMERCIAL
-        contract: detector-yunet   # how the renderer drives it (see CONTRACTS)
+        contract: detector-yunet   # how the renderer drives it (see CONTRACTS; docs/models.md)
         template: null             # alignment template, null for detectors
         input_size: 640
         precision: fp32            # fp32 | fp16
@@ -33,7 +33,6 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -41,7 +40,13 @@ import yaml
 
 import render
 from render.errors import ModelError
-from render.processors.registry import contracts as processor_contracts
+from render.faces.align import TEMPLATES as ALIGN_TEMPLATES
+from render.faces.detect import CONTRACTS as DETECTOR_CONTRACTS
+from render.faces.embed import CONTRACTS as EMBEDDER_CONTRACTS
+from render.landmarks import registry as landmark_registry
+from render.masks import registry as mask_registry
+from render.model_handle import ModelEntry
+from render.processors import registry as processor_registry
 
 log = logging.getLogger(__name__)
 
@@ -49,30 +54,11 @@ SHIPPED_MANIFEST = Path(render.__file__).resolve().parents[1] / "models" / "mani
 LOCAL_MANIFEST_NAME = "manifest.yaml"
 
 PRECISIONS = ("fp32", "fp16")
-CONTRACTS = (
-    "detector-scrfd",
-    "detector-retinaface",
-    "detector-yunet",
-    "detector-yoloface",
-    "embedder-arcface",
-    "swapper-inswapper",
-    "swapper-hyperswap",
-    "swapper-simswap",
-    "swapper-simswap-unofficial",
-    "swapper-ghost",
-    "swapper-blendswap",
-    "swapper-uniface",
-    "converter-crossface",
-    "enhancer-gfpgan",
-    "enhancer-codeformer",
-    "enhancer-gpen",
-    "enhancer-restoreformer",
-    "occluder-xseg",
-    "parser-bisenet",
-    "landmarker-2dfan4",
-    "landmarker-fan-68-5",
-)
-TEMPLATES = ("arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512")
+#: every contract a model may have: one union of the registries of the parts that drive them
+CONTRACTS: tuple[str, ...] = (*DETECTOR_CONTRACTS, *EMBEDDER_CONTRACTS, *sorted(
+    {*processor_registry.contracts(), *processor_registry.helper_contracts(),
+     *mask_registry.contracts(), *landmark_registry.contracts()}))
+TEMPLATES = tuple(ALIGN_TEMPLATES)
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -82,54 +68,6 @@ _KEYS = {
     "needs", "note",
 }
 _REQUIRED = ("file", "sha256", "licence", "contract")
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    """One pinned model file. ``origin`` is the manifest file the entry came from."""
-
-    name: str
-    file: str
-    sha256: str
-    size: int | None
-    urls: tuple[str, ...]
-    licence: str
-    commercial_use: bool
-    contract: str
-    template: str | None
-    input_size: int | None
-    precision: str = "fp32"
-    variants: Mapping[str, str] = field(default_factory=dict)
-    confirmed: bool = True
-    source: str | None = None
-    source_sha256: str | None = None
-    converter: str | None = None
-    #: the models this one cannot run without (fp32 manifest names), verified and fetched with it
-    needs: tuple[str, ...] = ()
-    note: str | None = None
-    origin: Path | None = None
-
-    def __hash__(self) -> int:  # variants is a dict: hash on the identity that matters
-        return hash((self.name, self.file, self.sha256, self.precision))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The manifest form of this entry (without name and origin)."""
-        out: dict[str, Any] = {
-            "file": self.file, "sha256": self.sha256, "size": self.size, "urls": list(self.urls),
-            "licence": self.licence, "commercial_use": self.commercial_use,
-            "contract": self.contract, "template": self.template, "input_size": self.input_size,
-            "precision": self.precision,
-        }
-        if self.variants:
-            out["variants"] = dict(self.variants)
-        if not self.confirmed:
-            out["confirmed"] = False
-        if self.needs:
-            out["needs"] = list(self.needs)
-        for key in ("source", "source_sha256", "converter", "note"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        return out
 
 
 def nearest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
@@ -253,7 +191,7 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
     if not isinstance(commercial, bool):
         raise _bad(path, name, "commercial_use", "must be true or false")
     contract = string("contract", False)
-    known = (*CONTRACTS, *sorted(set(processor_contracts()) - set(CONTRACTS)))
+    known = (*CONTRACTS, *sorted(processor_registry.contracts() - set(CONTRACTS)))
     if contract not in known:
         close = nearest(str(contract), known, 1)
         hint = f" (did you mean {close[0]}?)" if close else f" (one of {', '.join(known)})"

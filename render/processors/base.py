@@ -1,47 +1,42 @@
-"""What a face processor is: a model over aligned crops, and how the face stage calls it."""
+"""What the chain runs: a processor's instance for one render, of either kind.
+
+- :class:`FaceProcessor` — aligned face crops in, crops out; the face stage aligns, runs, masks
+  and pastes back. A subclass declares what the stage may not guess: the crop (``template``,
+  ``size``), what it takes of the target (``needs_target_identity``), which masks apply
+  (``mask_padding``, ``mask_result``), its colour match (``colour_crop``) and its ``opacity``.
+  What it takes of the source it asks for itself, in :meth:`FaceProcessor.bind`.
+- :class:`FrameProcessor` — whole frames in, whole frames out, possibly at a new size
+  (:meth:`FrameProcessor.output_size`).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
-from ..faces.swap import accepts_batch
-from ..models.manifest import ModelEntry
-from ..sessions import LazySession
-from .steps import Step
+from ..model_handle import ProcessorModel, Session, accepts_batch
+from .spec import Step
 
-#: crops in, crops out: (N, size, size, 3) BGR uint8 both
-CropsFn = Callable[[np.ndarray], np.ndarray]
+#: crops in, crops out: (N, size, size, 3) BGR uint8 both (a step that takes the target faces'
+#: identities gets them as a second argument)
+CropsFn = Callable[..., np.ndarray]
 
 
 @dataclass(frozen=True)
-class ProcessorModel:
-    """A verified model file and its session, as the loader hands it to a processor."""
+class Source:
+    """The render's source face, as a step takes it: its raw ArcFace ``embedding``, and the
+    image with its chosen face (``image_face()``, read when a step asks)."""
 
-    entry: ModelEntry
-    path: Path
-    lazy: LazySession
-    cache_dir: Path
-    #: the models its manifest entry ``needs`` (a swapper's embedding converter), by name
-    needs: Mapping[str, "ProcessorModel"] = field(default_factory=dict)
+    embedding: np.ndarray
+    image_face: Callable[[], tuple[np.ndarray, Any]]
 
 
-class FaceProcessor:
-    """Base of the face processors. A subclass sets ``template`` and ``size`` (the crop it takes,
-    see ``faces.align``), its manifest contracts, and implements :meth:`run` or :meth:`bind`."""
+class ChainProcessor:
+    """What both kinds share: the step it runs, its model (None for a processor without one)
+    and its report row."""
 
-    contracts: tuple[str, ...] = ()
-    template: str = ""
-    size: int = 0
-    #: the processor takes the source image and its face (:meth:`bind_face`), not the embedding
-    takes_source_image = False
-    #: the share of its result pasted over the frame (its paste mask times this): an enhancer's
-    #: blend, so the rest is the frame's own pixels and not the crop resampled twice
-    opacity = 1.0
-
-    def __init__(self, step: Step, model: ProcessorModel) -> None:
+    def __init__(self, step: Step, model: ProcessorModel | None) -> None:
         self.step = step
         self.model = model
 
@@ -51,12 +46,47 @@ class FaceProcessor:
         return self.step.name
 
     @property
-    def lazy(self) -> LazySession:
+    def lazy(self) -> Session:
+        assert self.model is not None, f"{self.name} has no model"
         return self.model.lazy
+
+    def record(self) -> dict[str, Any]:
+        """The report's row: the model's (with the rows of the models it needs), then the
+        options whose value is not the declared default."""
+        if self.model is None:
+            row: dict[str, Any] = {"role": self.name}
+        else:
+            row = self.model.row(self.name)
+            if self.model.needs:
+                row["needs"] = [m.row(f"{self.name}-{name}") for name, m in self.model.needs.items()]
+        row.update(self.step.changed())
+        return row
+
+
+class FaceProcessor(ChainProcessor):
+    """Base of the face processors: a subclass sets ``template`` and ``size`` (the crop it takes,
+    see ``faces.align``) and implements :meth:`run` or :meth:`bind`."""
+
+    template: str = ""
+    size: int = 0
+    #: the stage gives :meth:`bind`'s call the target faces' raw embeddings
+    needs_target_identity = False
+    #: its box mask takes ``mask.padding`` and the per-side paddings (a swapper's, as FaceFusion's)
+    mask_padding = False
+    #: the region and area masks are computed on its result (a swapper's: what it changed)
+    mask_result = False
+    #: (template, side) of the crop on which colour match measures the target face's colour and
+    #: moves the result's to it; None: no colour match
+    colour_crop: tuple[str, int] | None = None
+    #: the share of its result pasted over the frame (its paste mask times this): an enhancer's
+    #: blend, so the rest is the frame's own pixels and not the crop resampled twice
+    opacity = 1.0
 
     @property
     def max_batch(self) -> int | None:
         """None when the model takes any batch size, else its fixed batch."""
+        if self.model is None:
+            return None
         shape = self.lazy.session.get_inputs()[0].shape
         return None if accepts_batch(shape) else int(shape[0])
 
@@ -65,29 +95,23 @@ class FaceProcessor:
         same ``size`` for every face unless the processor chooses per face."""
         return self.size
 
-    def bind(self, source: np.ndarray) -> CropsFn:
-        """The call for one render, given the source face's raw embedding; processors that do not
-        use the source face keep the default."""
+    def bind(self, source: Source) -> CropsFn:
+        """The call for one render, given its source face; processors that do not use the
+        source keep the default."""
         return self.run
-
-    def bind_face(self, image: np.ndarray, face: Any) -> CropsFn:
-        """The call for one render, given the source image and its chosen face (processors with
-        ``takes_source_image``)."""
-        raise NotImplementedError(f"{type(self).__name__} does not take the source image")
 
     def run(self, crops: np.ndarray) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")
 
-    def record(self) -> dict[str, Any]:
-        """The report's row for this step (with the rows of the models it needs)."""
-        row = model_row(self.name, self.model.entry, self.model.path, self.lazy)
-        if self.model.needs:
-            row["needs"] = [model_row(f"{self.name}-{name}", m.entry, m.path, m.lazy)
-                            for name, m in self.model.needs.items()]
-        return row
 
+class FrameProcessor(ChainProcessor):
+    """Base of the frame processors: a subclass implements :meth:`run` and, when it changes the
+    frame's size, :meth:`output_size`."""
 
-def model_row(role: str, entry: ModelEntry, path: Path, lazy: LazySession) -> dict[str, Any]:
-    """A model's row in the report: its file, SHA-256 and the providers its session got."""
-    return {"role": role, "name": entry.name, "file": str(path), "sha256": entry.sha256,
-            "precision": entry.precision, "providers": lazy.providers}
+    def output_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size of its frames out for frames of ``width`` × ``height`` in."""
+        return width, height
+
+    def run(self, frames: list[np.ndarray]) -> list[np.ndarray]:
+        """BGR uint8 frames in, BGR uint8 frames of :meth:`output_size` out, in order."""
+        raise NotImplementedError(f"{type(self).__name__} implements no run")

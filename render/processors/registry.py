@@ -1,57 +1,62 @@
-"""Manifest contract → the face processor class that drives it, imported on first use.
-
-Light on purpose: the manifest asks it which contracts are face processors without importing
-ONNX Runtime or the processors themselves.
+"""The processors a render can run: those that ship and those registered at run time (a plug-in,
+a test). Light on purpose: it holds declarations only; the classes that drive a model are
+imported when a render loads it (:func:`driver`).
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from ..model_handle import load_class
+from . import enhance, swap
+from .spec import Processor
 
-if TYPE_CHECKING:
-    from .base import FaceProcessor
+#: the processors that ship, in the order their sections are listed
+BUILT_IN: tuple[Processor, ...] = (swap.PROCESSOR, enhance.PROCESSOR)
 
-#: the processors that ship: contract → "module:Class" (relative to this package)
-BUILT_IN: dict[str, str] = {
-    "swapper-inswapper": ".inswapper:InswapperProcessor",
-    "swapper-hyperswap": ".embedding_swapper:EmbeddingSwapper",
-    "swapper-simswap": ".embedding_swapper:EmbeddingSwapper",
-    "swapper-simswap-unofficial": ".embedding_swapper:EmbeddingSwapper",
-    "swapper-ghost": ".embedding_swapper:EmbeddingSwapper",
-    "swapper-blendswap": ".image_swapper:ImageSwapper",
-    "swapper-uniface": ".image_swapper:ImageSwapper",
-    "enhancer-gfpgan": ".enhancer:FaceEnhancer",
-    "enhancer-codeformer": ".enhancer:FaceEnhancer",
-    "enhancer-gpen": ".enhancer:FaceEnhancer",
-    "enhancer-restoreformer": ".enhancer:FaceEnhancer",
-}
-
-_added: dict[str, type[FaceProcessor]] = {}
+_added: dict[str, Processor] = {}
+#: counts registrations: the schema composes its keys again when it changes
+_generation = [0]
 
 
-def register(contract: str, cls: type[FaceProcessor]) -> None:
-    """Drive models of ``contract`` with ``cls`` (a plug-in or a test's processor)."""
-    _added[contract] = cls
+def register(processor: Processor) -> None:
+    """Add ``processor`` (its section joins the schema; its contracts are loadable)."""
+    if any(p.name == processor.name for p in BUILT_IN):
+        raise ValueError(f"processor {processor.name!r} ships with render already")
+    _added[processor.name] = processor
+    _generation[0] += 1
+
+
+def unregister(name: str) -> None:
+    if _added.pop(name, None) is not None:
+        _generation[0] += 1
+
+
+def generation() -> int:
+    return _generation[0]
+
+
+def processors() -> tuple[Processor, ...]:
+    return (*BUILT_IN, *_added.values())
+
+
+def processor(name: str) -> Processor | None:
+    """The processor whose section is ``name``; None when none is."""
+    return next((p for p in processors() if p.name == name), None)
+
+
+def for_contract(contract: str) -> Processor | None:
+    """The processor that drives models of ``contract``; None when none does."""
+    return next((p for p in processors() if contract in p.drivers), None)
 
 
 def contracts() -> frozenset[str]:
-    """Every contract a face processor drives."""
-    return frozenset(BUILT_IN) | frozenset(_added)
+    """Every model contract a processor drives."""
+    return frozenset(c for p in processors() for c in p.drivers if c)
 
 
-def processor_class(contract: str) -> type[FaceProcessor] | None:
-    """The class for ``contract``; None when no face processor drives it."""
-    if contract in _added:
-        return _added[contract]
-    return imported(BUILT_IN, contract, __package__)
+def helper_contracts() -> frozenset[str]:
+    """The contracts of the models processors' models need (a converter)."""
+    return frozenset(c for p in processors() for c in p.helpers)
 
 
-def imported(table: dict[str, str], contract: str, package: str | None) -> type | None:
-    """The class ``table[contract]`` names ("module:Class", the module relative to ``package``),
-    imported now; None when the table has no such contract. The mask and landmark registries
-    use it too."""
-    where = table.get(contract)
-    if where is None:
-        return None
-    module, name = where.split(":")
-    return getattr(importlib.import_module(module, package), name)
+def driver(processor: Processor, contract: str = "") -> type:
+    """The class that runs ``processor`` with a model of ``contract`` ("" without a model)."""
+    return load_class(processor.drivers[contract])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config.schema import PIXEL_BOOST
-from ..errors import ConfigError
+from ...errors import ConfigError
+from . import PIXEL_BOOST
 
 #: the crop sides pixel boost offers; a model takes those that are multiples of its own side
 BOOST_SIZES = tuple(int(s) for s in PIXEL_BOOST if s.isdigit())

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError
-from ..faces.embed import normalise
-from .base import ProcessorModel
-from .steps import Step
+from ...errors import ModelError
+from ...faces.embed import normalise
+from ...model_handle import ProcessorModel
+from ..spec import Step
 from .swapper import SwapperProcessor
 
 
@@ -41,7 +41,6 @@ CONVENTIONS = {
 
 
 class EmbeddingSwapper(SwapperProcessor):
-    contracts = tuple(CONVENTIONS)
     template = "arcface_128"
     size = 256
 

@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..faces import align
-from ..faces.blob import to_rgb_nchw
-from .base import ProcessorModel
-from .steps import Step
+from ...faces import align
+from ...faces.blob import to_rgb_nchw
+from ...model_handle import ProcessorModel
+from ..base import Source
+from ..spec import Step
 from .swapper import SwapperProcessor
 
 
@@ -35,10 +36,8 @@ SOURCE_CROPS = {
 
 
 class ImageSwapper(SwapperProcessor):
-    contracts = tuple(SOURCE_CROPS)
     template = "ffhq_512"
     size = 256
-    takes_source_image = True
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         super().__init__(step, model)
@@ -48,7 +47,8 @@ class ImageSwapper(SwapperProcessor):
     def balance_factor(self) -> float:
         return 0.0
 
-    def bind_face(self, image: np.ndarray, face: Any) -> Any:
+    def bind(self, source: Source) -> Any:
+        image, face = source.image_face()
         crop = self.source_crop
         m = align.estimate(face.kps, crop.template, crop.size)
         warped = align.warp(image, m, crop.size)[None]

@@ -17,19 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from .base import FaceProcessor, ProcessorModel
-from ..faces import align
-from ..faces.blob import to_bgr_nhwc, to_rgb_nchw
-from ..pipeline import run_batched
+from ...faces import align
+from ...faces.blob import to_bgr_nhwc, to_rgb_nchw
+from ...model_handle import ProcessorModel
+from ...pipeline import run_batched
+from ..base import FaceProcessor, Source
+from ..spec import Step
 from .pixel_boost import auto_size, boost_size, explode, implode
-from .steps import Step
-
-DEFAULT_WEIGHT = 0.5
 
 
 class SwapperProcessor(FaceProcessor):
     #: whether the target's embedding is normalised before the balance (ghost: raw)
     normalise_target = True
+    mask_padding = True
+    mask_result = True
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         super().__init__(step, model)
@@ -37,16 +38,17 @@ class SwapperProcessor(FaceProcessor):
         self.template = entry.template or type(self).template
         #: the model's own side S
         self.native = int(entry.input_size or type(self).size)
-        boost = boost_size(str(step.options.get("pixel_boost", "off")), self.native, entry.name)
+        boost = boost_size(str(step.options["pixel_boost"]), self.native, entry.name)
         #: pixel boost auto: the side is chosen per face (crop_size)
         self.auto = boost is None
         self.size = boost if boost is not None else self.native
-        self.weight = float(step.options.get("weight", DEFAULT_WEIGHT))
-        #: swap.color_match=lab: the face stage moves the swapped face's colour to the target's
-        self.color_match = step.options.get("color_match", "off") == "lab"
+        self.weight = float(step.options["weight"])
+        #: swap.color_match=lab: measured on the model's own crop
+        if step.options["color_match"] == "lab":
+            self.colour_crop = (self.template, self.native)
 
     @property
-    def needs_target_identity(self) -> bool:
+    def needs_target_identity(self) -> bool:  # type: ignore[override]
         """The stage embeds each target face for this step (the weight is not the default)."""
         return self.balance_factor != 0.0
 
@@ -89,8 +91,8 @@ class SwapperProcessor(FaceProcessor):
         return to_bgr_nhwc(np.rint(np.clip(y, 0.0, 1.0) * np.float32(255.0)).astype(np.uint8))
 
     # -- the chain's call ------------------------------------------------------------------------
-    def bind(self, source: np.ndarray) -> Any:
-        return self.bound(self.prepare_source(source).astype(np.float32).reshape(1, -1))
+    def bind(self, source: Source) -> Any:
+        return self.bound(self.prepare_source(source.embedding).astype(np.float32).reshape(1, -1))
 
     def bound(self, prepared: np.ndarray) -> Any:
         """The chain's call with the source input ``prepared`` (one row)."""
@@ -117,12 +119,9 @@ class SwapperProcessor(FaceProcessor):
 
     def record(self) -> dict[str, Any]:
         row = super().record()
+        row.pop("pixel_boost", None)       # told as the side it swaps at, when not the model's
         if self.auto:
             row["pixel_boost"] = "auto"
         elif self.size != self.native:
             row["pixel_boost"] = self.size
-        if self.weight != DEFAULT_WEIGHT:
-            row["weight"] = self.weight
-        if self.color_match:
-            row["color_match"] = "lab"
         return row

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..faces.enhance import Enhancer
-from .base import FaceProcessor, ProcessorModel
-from .steps import Step
-
-DEFAULT_BLEND = 0.8
-DEFAULT_WEIGHT = 0.5
+from ...faces.enhance import Enhancer
+from ...model_handle import ProcessorModel
+from ..base import FaceProcessor
+from ..spec import Step
 
 
 class FaceEnhancer(FaceProcessor):
-    contracts = ("enhancer-gfpgan", "enhancer-codeformer", "enhancer-gpen", "enhancer-restoreformer")
 
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         super().__init__(step, model)
         self.template = model.entry.template or "ffhq_512"
         self.size = model.entry.input_size or 512
-        self.opacity = float(step.options.get("blend", DEFAULT_BLEND))
-        self.enhancer = Enhancer(model.lazy, float(step.options.get("weight", DEFAULT_WEIGHT)))
+        self.opacity = float(step.options["blend"])
+        self.enhancer = Enhancer(model.lazy, float(step.options["weight"]))
 
     def run(self, crops: np.ndarray) -> np.ndarray:
         return self.enhancer.enhance(crops)

@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..faces.swap import Swapper, load_emap
-from .base import ProcessorModel
-from .steps import Step
+from ...faces.swap import Swapper, load_emap
+from ...model_handle import ProcessorModel
+from ..spec import Step
 from .swapper import SwapperProcessor
 
 
 class InswapperProcessor(SwapperProcessor):
-    contracts = ("swapper-inswapper",)
     template = Swapper.template
     size = Swapper.size
 

@@ -1,0 +1,105 @@
+"""What the model loader hands the parts that run models (processors, masks, landmarks): a
+manifest entry, the handle of a verified model with its session, the report's row of a model,
+whether a graph takes any batch, and the loader of the classes a registry names.
+
+The bottom floor of the model layer: it imports nothing of render, so every part imports it
+downward.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+
+class Session(Protocol):
+    """What a part uses of ``render.sessions.LazySession``."""
+
+    providers: list[str]
+
+    @property
+    def session(self) -> Any: ...
+
+    def run(self, feeds: Mapping[str, Any]) -> list: ...
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One pinned model file. ``origin`` is the manifest file the entry came from."""
+
+    name: str
+    file: str
+    sha256: str
+    size: int | None
+    urls: tuple[str, ...]
+    licence: str
+    commercial_use: bool
+    contract: str
+    template: str | None
+    input_size: int | None
+    precision: str = "fp32"
+    variants: Mapping[str, str] = field(default_factory=dict)
+    confirmed: bool = True
+    source: str | None = None
+    source_sha256: str | None = None
+    converter: str | None = None
+    #: the models this one cannot run without (fp32 manifest names), verified and fetched with it
+    needs: tuple[str, ...] = ()
+    note: str | None = None
+    origin: Path | None = None
+
+    def __hash__(self) -> int:  # variants is a dict: hash on the identity that matters
+        return hash((self.name, self.file, self.sha256, self.precision))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest form of this entry (without name and origin)."""
+        out: dict[str, Any] = {
+            "file": self.file, "sha256": self.sha256, "size": self.size, "urls": list(self.urls),
+            "licence": self.licence, "commercial_use": self.commercial_use,
+            "contract": self.contract, "template": self.template, "input_size": self.input_size,
+            "precision": self.precision,
+        }
+        if self.variants:
+            out["variants"] = dict(self.variants)
+        if not self.confirmed:
+            out["confirmed"] = False
+        if self.needs:
+            out["needs"] = list(self.needs)
+        for key in ("source", "source_sha256", "converter", "note"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class ProcessorModel:
+    """A verified model file and its session, as the loader hands it to a processor, a mask or
+    a landmark model."""
+
+    entry: ModelEntry
+    path: Path
+    lazy: Session
+    cache_dir: Path
+    #: the models its manifest entry ``needs`` (a swapper's embedding converter), by name
+    needs: Mapping[str, "ProcessorModel"] = field(default_factory=dict)
+
+    def row(self, role: str) -> dict[str, Any]:
+        return model_row(role, self.entry, self.path, self.lazy)
+
+
+def model_row(role: str, entry: ModelEntry, path: Path, lazy: Session) -> dict[str, Any]:
+    """A model's row in the report: its file, SHA-256 and the providers its session got."""
+    return {"role": role, "name": entry.name, "file": str(path), "sha256": entry.sha256,
+            "precision": entry.precision, "providers": lazy.providers}
+
+
+def accepts_batch(shape: list) -> bool:
+    """True when a graph input's first dimension is symbolic (a dynamic batch)."""
+    return not (isinstance(shape[0], int) and shape[0] > 0)
+
+
+def load_class(where: str) -> type:
+    """The class ``"package.module:Class"`` names, imported now (a registry's entry)."""
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,66 @@
+"""What a config needs of the models: the chain's steps, the mask and landmark models its keys
+name, and every model a render with it loads (verified before any frame is decoded)."""
+from __future__ import annotations
+
+import dataclasses
+
+from ..config import Config, load_config, profile_names
+from ..errors import ConfigError
+from ..processors import registry
+from ..processors.spec import Step, own_options
+
+
+def chain_steps(cfg: Config) -> list[Step]:
+    """The steps a render with ``cfg`` runs, in order. A name that is not a processor's section
+    is a model's manifest name, run with its processor's declared defaults; whether such a model
+    exists and what drives it is the loader's to check."""
+    steps = []
+    for name in cfg.processors:
+        processor = registry.processor(name)
+        if processor is None:
+            steps.append(Step(name, name))
+            continue
+        values = dataclasses.asdict(getattr(cfg, name))
+        if not values.get("enabled", True):
+            continue
+        steps.append(Step(name, values.get("model", ""), values.get("precision", "fp32"),
+                          own_options(getattr(cfg, name)), processor.defaults()))
+    return steps
+
+
+def mask_models(cfg: Config) -> list[tuple[str, str]]:
+    """(key, manifest name) of the mask models a render with ``cfg`` loads, in order."""
+    if cfg.mask.parser and not cfg.mask.regions:
+        raise ConfigError(f"mask.parser={cfg.mask.parser} with no mask.regions would keep none "
+                          f"of the swapped face: name the regions to keep")
+    return [*(("mask.occluder", name) for name in cfg.mask.occluder),
+            *([("mask.parser", cfg.mask.parser)] if cfg.mask.parser else [])]
+
+
+def landmark_models(cfg: Config) -> dict[str, str]:
+    """key → manifest name of the landmark models a render with ``cfg`` loads: the landmarker
+    when ``landmark.model`` is set, else the estimator when ``mask.areas`` needs 68 points."""
+    if cfg.landmark.model:
+        return {"landmark.model": cfg.landmark.model}
+    if cfg.mask.areas:
+        if not cfg.landmark.estimator:
+            raise ConfigError(f"mask.areas={','.join(cfg.mask.areas)} needs 68 landmarks: set "
+                              f"landmark.model or landmark.estimator")
+        return {"landmark.estimator": cfg.landmark.estimator}
+    return {}
+
+
+def required_models(cfg: Config, steps: list[Step] | None = None) -> list[tuple[str, str]]:
+    """(manifest name, precision) of every model a render with ``cfg`` (and its chain
+    ``steps``, computed when not given) loads."""
+    steps = chain_steps(cfg) if steps is None else steps
+    return [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
+            *((s.model, s.precision) for s in steps if s.model),
+            *((name, "fp32") for _, name in mask_models(cfg)),
+            *((name, "fp32") for name in landmark_models(cfg).values())]
+
+
+def profile_models() -> dict[str, list[tuple[str, str]]]:
+    """Profile name → the models it needs (for ``render models list`` and ``fetch profile=all``)."""
+    return {name: required_models(load_config({"profile": name}, env={}))
+            for name in profile_names()}
