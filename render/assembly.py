@@ -7,8 +7,9 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Collection
 
 from .errors import MediaError, RenderFailed
 from .files import fsync_dir, sha256_file, write_atomic
@@ -18,10 +19,20 @@ from .media.reader import run_tool
 from .plan import RenderPlan, SegmentPlan
 from .work_folder import WorkFolder, fsync_file, temp_tag, unlink
 
-if TYPE_CHECKING:
-    from .execute import ExecResult
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """What an assembly hands back for the render's result: the committed output's SHA-256, the
+    streams :meth:`Assembly.verify_output` counted in it, and its seconds: marking, verifying, and
+    the rest (joining, muxing, committing)."""
+
+    output_sha256: str
+    output_streams: list
+    mark: float
+    verify: float
+    assemble: float
 
 
 class Assembly:
@@ -35,19 +46,19 @@ class Assembly:
     def missing(self) -> list[SegmentPlan]:
         return [s for s in self.plan.segments if not self.work.final(s).exists()]
 
-    def run(self, result: ExecResult) -> None:
-        """Join the committed segments, mux the audio once, mark, verify and commit the output."""
+    def run(self, committed: Collection[int]) -> Assembled:
+        """Join the committed segments (``committed``: their indexes), mux the audio once, mark,
+        verify and commit the output."""
         plan = self.plan
         asm = plan.assembly
         assert asm is not None
         out = Path(plan.output)
-        missing = [s for s in plan.segments if s.index not in {r.index for r in result.segments}]
+        missing = [s for s in plan.segments if s.index not in committed]
         if missing:
             raise RenderFailed(f"cannot assemble {out}: {len(missing)} of {len(plan.segments)} "
                                f"segments are not done: "
                                + ", ".join(f"{s.index} (frames {s.start}-{s.end - 1})" for s in missing))
         work = self.work.path
-        took = result.overhead
         t0 = time.perf_counter()
         what = f"assembling {out.name}"
         tmp = work / f"{out.stem}.tmp-{temp_tag()}{out.suffix}"
@@ -66,7 +77,7 @@ class Assembly:
             self.before_commit(tmp)
             t2 = time.perf_counter()
             try:
-                result.output_streams = self.verify_output(tmp)
+                streams = self.verify_output(tmp)
             except RenderFailed:
                 if not asm.mux:     # it would fail so on every resume: that segment is not done
                     self.work.drop(plan.segments[0])
@@ -82,12 +93,11 @@ class Assembly:
         except BaseException:
             unlink(tmp)
             raise
-        result.assembled = True
-        result.output_sha256 = sha256_file(out)
+        sha256 = sha256_file(out)
         self.work.remove()
-        took["mark"] = t2 - t1
-        took["verify"] = t3 - t2
-        took["assemble"] = (time.perf_counter() - t0) - took["mark"] - took["verify"]
+        mark, verify = t2 - t1, t3 - t2
+        return Assembled(sha256, streams, mark=mark, verify=verify,
+                         assemble=(time.perf_counter() - t0) - mark - verify)
 
     def verify_output(self, path: Path) -> list:
         """Before it may replace anything: readable to the end, the planned frame count, the video

@@ -192,7 +192,11 @@ class Executor:
             result.overhead["commit"] = commit_s
             if assemble:
                 self._stage("assembling")
-                self.assembly.run(result)
+                done = self.assembly.run({r.index for r in result.segments})
+                result.assembled = True
+                result.output_sha256 = done.output_sha256
+                result.output_streams = done.output_streams
+                result.overhead.update(mark=done.mark, verify=done.verify, assemble=done.assemble)
             return result
         finally:
             self.work.close()
