@@ -1,8 +1,7 @@
 """Command line: ``render key=value ...`` renders; ``render models ...`` manages model files.
 
-Exit codes: 0 done · 2 usage or configuration error · 3 bad input media · 4 model missing or
-corrupt · 5 render failed · 130 interrupted. Every non-zero exit prints one line on stderr; a
-traceback only with ``--debug``.
+Exit codes: :data:`render.errors.EXIT_CODES`, said at the end of :data:`USAGE`. Every non-zero
+exit prints one line on stderr; a traceback only with ``--debug``.
 """
 from __future__ import annotations
 
@@ -10,12 +9,13 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from .config import help_text, load_config, parse_overrides
-from .errors import Interrupted, RenderError, UsageError
+from .config import help_text, load_config, parse_overrides, profile_models
+from .errors import EXIT_CODES, Interrupted, RenderError, RenderFailed, UsageError
 from .interrupts import PROCESS
 
 log = logging.getLogger("render")
@@ -40,9 +40,8 @@ usage: render [--verbose | --debug] [key=value ...]
 
 Renders a face-swapped video (or image): render profile=low source=face.jpg target=clip.mp4 output=out.mp4
 Without target=, renders every video and image in input_dir with input_dir/source.(jpg|png) into
-output_dir. Exit codes: 0 done, 1 verify found a mismatch, 2 usage/config, 3 bad input media,
-4 model missing or corrupt, 5 render failed, 130 interrupted.
-"""
+""" + textwrap.fill("output_dir. Exit codes: " + ", ".join(
+    f"{code} {meaning}" for code, meaning in EXIT_CODES.items()) + ".", 94) + "\n"
 
 
 HELP_FLAGS = ("-h", "--help")
@@ -80,7 +79,6 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
 
 def _models_command(args: list[str]) -> int:
     from .models.commands import main as models_main
-    from .models.needs import profile_models
 
     # dir= and manifest= may be given to the models commands the same way as to a render.
     render_keys = {"models.dir", "models.manifest", "cache_dir"}
@@ -193,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write(f"render: error: internal error: {type(exc).__name__}: "
                          f"{' '.join(str(exc).split())} (run with --debug for a traceback)\n")
-        return 5
+        return RenderFailed.exit_code
 
 
 def entry() -> None:

@@ -49,3 +49,16 @@ class Interrupted(RenderError):
     """Ctrl-C or SIGTERM; partial output has been removed."""
 
     exit_code = 130
+
+
+#: every exit code of ``render`` with what it means, in the words of ``render --help`` (the
+#: README's table says the same at length)
+EXIT_CODES = {
+    0: "done",
+    RenderError.exit_code: "verify found a mismatch",
+    UsageError.exit_code: "usage/config",
+    MediaError.exit_code: "bad input media",
+    ModelError.exit_code: "model missing or corrupt",
+    RenderFailed.exit_code: "render failed",
+    Interrupted.exit_code: "interrupted",
+}
