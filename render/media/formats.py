@@ -20,6 +20,16 @@ IMAGE_DEMUXERS = frozenset({"image2", "png_pipe", "jpeg_pipe", "webp_pipe", "bmp
 #: Codecs that make a single-frame stream a still image.
 STILL_CODECS = frozenset({"mjpeg", "png", "webp", "bmp", "tiff", "jpegls", "jpeg2000", "qoi", "ppm", "pam"})
 
+#: An uploaded video or image by ffprobe's first format name → the extension it is stored with;
+#: the formats the classroom page takes, named as its messages name them.
+UPLOAD_VIDEOS = {"mov": ".mp4", "matroska": ".mkv", "avi": ".avi"}
+UPLOAD_IMAGES = {"png_pipe": ".png", "jpeg_pipe": ".jpg", "webp_pipe": ".webp",
+                 "bmp_pipe": ".bmp", "tiff_pipe": ".tif"}
+UPLOAD_VIDEO_NAMES = "mp4, mov, mkv, webm or avi"
+UPLOAD_IMAGE_NAMES = "png, jpg, webp, bmp or tiff"
+#: An uploaded video's own extension → the stored extension of the container it names.
+UPLOAD_NAMED = {".mkv": ".mkv", ".webm": ".mkv", ".mp4": ".mp4", ".m4v": ".mp4", ".mov": ".mp4"}
+
 # ----------------------------------------------------------------------------------------------
 # outputs
 

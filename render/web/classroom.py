@@ -24,7 +24,6 @@ from ..config import Config
 from ..errors import RenderError
 from ..files import fsync_dir
 from ..lock import describe_holder, holders
-from ..media.formats import VIDEO_FORMATS
 from ..queue_order import fair_order, served, typical_seconds, waits
 from ..spool import FINAL, Job, Spool
 from ..work import describe_progress, validate
@@ -33,7 +32,7 @@ from .accounts import Accounts, User
 from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
-from .uploads import FaceFinder, Received, check_source, check_target
+from .uploads import FaceFinder, Received, check_source, check_target, result_extension
 from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 
 log = logging.getLogger(__name__)
@@ -372,16 +371,6 @@ class Classroom:
             "state_dir": str(self.state),
             "now": _iso(time.time()),
         }
-
-
-def result_extension(uploaded: str, stored: str) -> str:
-    """The result keeps the uploaded name's container where the probed one agrees and it can be
-    written (a .webm stays .webm, a .mov .mov: ffprobe calls them matroska and mov)."""
-    suffix = Path(uploaded).suffix.lower()
-    family = {".mkv": ".mkv", ".webm": ".mkv", ".mp4": ".mp4", ".m4v": ".mp4", ".mov": ".mp4"}
-    if suffix in VIDEO_FORMATS and family.get(suffix) == stored:
-        return suffix
-    return stored if stored in VIDEO_FORMATS else ".mp4"
 
 
 def _age(path: Path, now: float) -> float:

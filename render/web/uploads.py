@@ -27,6 +27,14 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from ..config import load_config
 from ..errors import MediaError, RenderError
+from ..media.formats import (
+    UPLOAD_IMAGE_NAMES,
+    UPLOAD_IMAGES,
+    UPLOAD_NAMED,
+    UPLOAD_VIDEO_NAMES,
+    UPLOAD_VIDEOS,
+    VIDEO_FORMATS,
+)
 from ..media.probe import MediaInfo, probe
 from .errors import Refused, disk_full, out_of_space
 
@@ -38,11 +46,6 @@ TEXT_MAX = 4096                 # bytes of one text field
 OVERHEAD = 64 * 1024            # multipart headers and text fields on top of the files
 DRAIN_MAX = 64 * 1024 * 1024    # a refused body is read (and dropped) up to this much, so that the
                                 # client sees the answer instead of a reset connection
-
-#: ffprobe's first format name → the extension the stored file gets (the renderer's own list)
-VIDEO_CONTAINERS = {"mov": ".mp4", "matroska": ".mkv", "avi": ".avi"}
-IMAGE_CONTAINERS = {"png_pipe": ".png", "jpeg_pipe": ".jpg", "webp_pipe": ".webp",
-                    "bmp_pipe": ".bmp", "tiff_pipe": ".tif"}
 
 
 @dataclass
@@ -236,8 +239,17 @@ def _probe(path: Path, what: str, expected: str) -> MediaInfo:
 def stored_extension(info: MediaInfo) -> str | None:
     first = info.container.split(",")[0]
     if info.is_image:
-        return IMAGE_CONTAINERS.get(first)
-    return VIDEO_CONTAINERS.get(first)
+        return UPLOAD_IMAGES.get(first)
+    return UPLOAD_VIDEOS.get(first)
+
+
+def result_extension(uploaded: str, stored: str) -> str:
+    """The result keeps the uploaded name's container where the probed one agrees and it can be
+    written (a .webm stays .webm, a .mov .mov: ffprobe calls them matroska and mov)."""
+    suffix = Path(uploaded).suffix.lower()
+    if suffix in VIDEO_FORMATS and UPLOAD_NAMED.get(suffix) == stored:
+        return suffix
+    return stored if stored in VIDEO_FORMATS else ".mp4"
 
 
 def check_target(path: Path, label: str, max_seconds: float) -> tuple[MediaInfo, str]:
@@ -246,7 +258,7 @@ def check_target(path: Path, label: str, max_seconds: float) -> tuple[MediaInfo,
     info = _probe(path, what, "a video or image")
     ext = stored_extension(info)
     if ext is None:
-        kinds = "png, jpg, webp, bmp or tiff" if info.is_image else "mp4, mov, mkv, webm or avi"
+        kinds = UPLOAD_IMAGE_NAMES if info.is_image else UPLOAD_VIDEO_NAMES
         raise Refused(422, f"{what} is a {info.container.split(',')[0]} file: upload "
                            f"{kinds}")
     if not info.is_image:
@@ -268,8 +280,8 @@ def check_source(path: Path, label: str, faces: "FaceFinder", overrides: Mapping
         raise Refused(422, f"{what} is a video: upload a photo of the face to put in")
     ext = stored_extension(info)
     if ext is None:
-        raise Refused(422, f"{what} is a {info.container.split(',')[0]} file: upload png, "
-                           f"jpg, webp, bmp or tiff")
+        raise Refused(422, f"{what} is a {info.container.split(',')[0]} file: upload "
+                           f"{UPLOAD_IMAGE_NAMES}")
     try:
         found = faces.count(path, overrides)
     except MediaError:

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..media.formats import IMAGE_FORMATS
 from ..report import report_path
 from ..spool import FINAL, Job
 from ..work import describe_progress
@@ -79,8 +80,8 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "finished": iso(finished),
         "expires": iso(finished + retention * 86400) if finished and c else None,
         "output": f"/api/jobs/{job.id}/output" if done else None,
-        "kind": ("image" if output.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp")
-                 else "video") if output is not None else None,
+        "kind": ("image" if output.suffix.lower() in IMAGE_FORMATS else "video")
+        if output is not None else None,
         "poster": f"/api/jobs/{job.id}/poster" if done else None,
         "report": f"/api/jobs/{job.id}/report" if report is not None and report.is_file()
         else None,
