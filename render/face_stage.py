@@ -262,12 +262,16 @@ class FaceStage:
         """The frames still held back at the end of the input, and their work."""
         return self._hand_on(self._window.finish())
 
-    def process(self, frames: list[np.ndarray]) -> None:
-        """Run the chain on the selected faces of ``frames`` in place, on this thread (the whole
-        input at once: nothing is held back afterwards)."""
+    def process(self, frames: list[np.ndarray]) -> Ready:
+        """Run the chain on ``frames`` on this thread (the whole input at once: nothing is held
+        back afterwards); returns the frames to write (a frame step's are new ones)."""
+        done = Ready([])
         for ready in (self.prepare(frames), self.finish()):
             if ready.rest is not None:
                 ready.rest()
+            done.frames.extend(ready.frames)
+            done.dropped += ready.dropped
+        return done
 
     @property
     def _frame_steps(self) -> bool:

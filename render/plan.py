@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .config import SCHEMA, Config
 from .encoder import encode_settings
@@ -97,7 +97,7 @@ class RenderPlan:
     partial: bool                    # allow_partial cut the plan at the last readable frame
     fps: str                         # a Fraction as text
     cfr: bool
-    width: int
+    width: int                       # the decoded frames' size
     height: int
     scale_height: int | None
     encode: Mapping[str, Any]        # the resolved encoder settings
@@ -108,6 +108,13 @@ class RenderPlan:
     config: Mapping[str, Any] = field(default_factory=dict)   # every key of the resolved config
     identity: Mapping[str, Any] = field(default_factory=dict)
     explicit: tuple[str, ...] = ()    # the keys given on the command line
+    #: the encoded frames' size where the chain's frame steps change it (None: the decoded size)
+    out_size: tuple[int, int] | None = None
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        """(width, height) of the output's frames."""
+        return tuple(self.out_size) if self.out_size else (self.width, self.height)
 
     @property
     def frames(self) -> int:
@@ -138,6 +145,8 @@ class RenderPlan:
         if data.get("expect") is not None:
             data["expect"] = Expect(**data["expect"])
         data["image_encode"] = tuple(data.get("image_encode") or ())
+        if data.get("out_size") is not None:
+            data["out_size"] = tuple(data["out_size"])
         data["explicit"] = tuple(data.get("explicit") or ())
         return cls(**data)
 
@@ -160,7 +169,8 @@ def job_key(cfg: Config, identity: Identity, encode: Mapping[str, Any] | None = 
     """SHA-256 over everything that changes the output's bytes (and nothing that does not):
     the config's keyed values, the encoder settings resolved for the output's container, the
     identity of the inputs, models and versions."""
-    keyed = {k: v for k, v in config_values(cfg).items() if SCHEMA[k].in_job_key(v)}
+    keyed = {k: v for k, v in config_values(cfg).items()
+             if SCHEMA[k].in_job_key(v, cfg.processors)}
     payload = {"schema": PLAN_SCHEMA, "config": keyed, "identity": asdict(identity),
                "encode": dict(encode or {})}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
@@ -189,27 +199,33 @@ def face_context(cfg: Config, a: int, b: int, readable: int) -> tuple[int, int]:
 def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: MediaInfo,
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
                 metadata: Sequence[tuple[str, str]] = (),
-                hw: Mapping[str, bool] | None = None) -> RenderPlan:
-    """The plan of rendering ``target`` with the face of ``source`` into ``output``."""
+                hw: Mapping[str, bool] | None = None,
+                resize: Callable[[int, int], tuple[int, int]] | None = None) -> RenderPlan:
+    """The plan of rendering ``target`` with the face of ``source`` into ``output``; ``resize``:
+    the size the chain's frames come out at for a decoded size (its frame steps')."""
     values = config_values(cfg)
     ident = asdict(identity)
     if info.is_image:
         key = job_key(cfg, identity)
         work = work_dir_for(output, key)
         width, height = info.width, info.height
+        out = _out_size(resize, width, height)
         decode = ffargs.decode_args(info, legacy_vsync=legacy_vsync)
-        image = ffargs.image_encode_args(output, width=width, height=height)
+        image = ffargs.image_encode_args(output, width=(out or (width, height))[0],
+                                         height=(out or (width, height))[1])
         seg = SegmentPlan(0, 0, 1, output.name, tuple(decode), tuple(image))
         return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="image", target=str(target),
                           source=str(source), output=str(output), work_dir=str(work), start=0, end=1,
                           total=1, partial=False, fps=str(info.fps), cfr=True, width=width,
                           height=height, scale_height=None, encode={}, segments=(seg,),
                           assembly=None, image_encode=tuple(image), config=values, identity=ident,
-                          explicit=tuple(sorted(cfg.explicit)))
+                          explicit=tuple(sorted(cfg.explicit)), out_size=out)
 
     start, end, partial = frame_range(cfg, info, times)
     scale_height = cfg.preview_height if cfg.preview and info.height > cfg.preview_height else None
     width, height = ffargs.decoded_size(info, scale_height)
+    out = _out_size(resize, width, height)
+    out_w, out_h = out or (width, height)
     video, family = encode_settings(cfg, output, hw)
     hwaccel = "cuda" if cfg.decode.hwaccel in ("cuda", "auto") and (hw or {}).get("cuda") else None
     enc = asdict(video)
@@ -259,12 +275,12 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                                             legacy_vsync=legacy_vsync, hwaccel=hwaccel, grid=grid,
                                             skip=skip)
         if whole:
-            encode = ffargs.encode_args(info, work / name, width=width, height=height, fps=fps,
+            encode = ffargs.encode_args(info, work / name, width=out_w, height=out_h, fps=fps,
                                         video=video, trim=trim, legacy_vsync=legacy_vsync,
                                         final_name=output.name, metadata=metadata)
         else:
-            encode = ffargs.segment_encode_args(info, work / name, family=family, width=width,
-                                                height=height, fps=fps, video=video,
+            encode = ffargs.segment_encode_args(info, work / name, family=family, width=out_w,
+                                                height=out_h, fps=fps, video=video,
                                                 legacy_vsync=legacy_vsync)
         segments.append(SegmentPlan(i, a, b, name, tuple(decode), tuple(encode), preroll,
                                     lookahead))
@@ -303,4 +319,13 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                       end=end, total=times.count, partial=partial, fps=str(fps), cfr=times.cfr,
                       width=width, height=height, scale_height=scale_height, encode=enc,
                       segments=tuple(segments), assembly=assembly, expect=expect, config=values,
-                      identity=ident, explicit=tuple(sorted(cfg.explicit)))
+                      identity=ident, explicit=tuple(sorted(cfg.explicit)), out_size=out)
+
+
+def _out_size(resize: Callable[[int, int], tuple[int, int]] | None, width: int, height: int
+              ) -> tuple[int, int] | None:
+    """The chain's output size for frames of ``width`` × ``height``; None where it is theirs."""
+    if resize is None:
+        return None
+    out = tuple(int(v) for v in resize(width, height))
+    return None if out == (width, height) else out

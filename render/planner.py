@@ -79,7 +79,8 @@ class Planner:
             metadata = marking.metadata_pairs(__version__, output_format(output)[1])
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
-                           legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware())
+                           legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware(),
+                           resize=self.models.output_size)
         return plan, info
 
     def hardware(self) -> dict[str, bool]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, get_type_hints
+from typing import Any, Iterator, Mapping, Sequence, get_type_hints
 
 from ..options import (KEYED, Debug, Decode, Detect, Embed, Encode, Execution, Landmark, Lock,
                        Mark, Mask, Models, Segment, Select, Shard, Stabilize, option)
@@ -140,24 +140,31 @@ class Key:
     type: Any
     default: Any
     meta: Mapping[str, Any]
+    #: the processor whose section holds it, where it is not a core key
+    processor: str = ""
 
-    def in_job_key(self, value: Any) -> bool:
-        """Whether ``value`` of this key enters the job key (see KEYED)."""
+    def in_job_key(self, value: Any, chain: Sequence[str] = ()) -> bool:
+        """Whether ``value`` of this key enters the job key (see KEYED). A key of a processor
+        that does not ship with render enters it only where ``chain`` (``processors``) names
+        the processor: installing a plug-in changes no other render's job key."""
         keyed = self.meta.get("keyed", "bytes")
         assert keyed in KEYED, keyed
+        if self.processor and not registry.shipped(self.processor) and \
+                self.processor not in chain:
+            return False
         if keyed == "unless-default":
             default = list(self.default) if isinstance(self.default, tuple) else self.default
             return value != default
         return keyed == "bytes"
 
 
-def _walk(cls: type, prefix: str = "") -> list[Key]:
+def _walk(cls: type, prefix: str = "", processor: str = "") -> list[Key]:
     hints = get_type_hints(cls)
     keys: list[Key] = []
     for f in dataclasses.fields(cls):
         if f.metadata.get("processors"):
             for p in registry.processors():
-                keys.extend(_walk(p.options, p.name + "."))
+                keys.extend(_walk(p.options, p.name + ".", p.name))
             continue
         if f.metadata.get("internal"):
             continue
@@ -166,7 +173,7 @@ def _walk(cls: type, prefix: str = "") -> list[Key]:
             keys.extend(_walk(t, prefix + f.name + "."))
         else:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            keys.append(Key(prefix + f.name, t, default, f.metadata))
+            keys.append(Key(prefix + f.name, t, default, f.metadata, processor))
     return keys
 
 
