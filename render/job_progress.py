@@ -2,7 +2,8 @@
 the stage (waiting for the device, rendering, assembling, marking), the device it holds,
 segments and frames done, fps and ETA. Frames are told one by one from the render's writer thread; the file is rewritten
 (atomically, by :meth:`Spool.progress`) at most every ``every_s`` seconds, and at once when the
-stage or a segment changes."""
+stage or a segment changes. :func:`describe_progress` tells a job's progress, or how it ended, in
+one line."""
 from __future__ import annotations
 
 import threading
@@ -10,6 +11,7 @@ import time
 from typing import Any, Callable
 
 from .spool import Spool
+from .spool_job import Job
 
 EVERY_S = 1.0
 
@@ -65,3 +67,46 @@ class JobProgress:
     def _write(self) -> None:
         self._written = self.clock()
         self.spool.progress(self.job_id, **self.data)
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '3 min 20 s', '1 h 05 min'."""
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def describe_progress(job: Job) -> str:
+    """What ``job`` is doing, or how it ended, in one line (``render jobs`` and the pages)."""
+    p = job.progress or {}
+    if job.state == "running" and job.worker_gone:
+        where = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}".strip() \
+            if p.get("segments_total") else ""
+        return f"worker gone{f' at {where}' if where else ''}: the next worker resumes it"
+    if job.state == "running":
+        if p.get("state") == "waiting":
+            return p.get("waiting") or "waiting for the device"
+        if p.get("segments_total") or p.get("frames_total"):
+            stage = p.get("state") if p.get("state") in ("assembling", "marking") else ""
+            where = f"frame {p['frames_done']}/{p['frames_total']}" if p.get("frames_total") \
+                else ""
+            if p.get("segments_total"):
+                seg = f"segment {p['segments_done']}/{p['segments_total']}"
+                where = f"{where} ({seg})" if where else seg
+            text = f"{p.get('target', '')} {stage or where}"
+            if p.get("fps") and not stage:
+                text += f", {p['fps']:.1f} fps"
+            if p.get("eta_s") is not None and not stage:
+                text += f", ETA {_duration(p['eta_s'])}"
+            return text.strip() + (f" on {p['device']}" if p.get("device") else "")
+        return (p.get("state") or "starting") + (f" on {p['device']}" if p.get("device") else "")
+    if job.result:
+        if job.state == "done":
+            n = job.result.get("rendered", 0)
+            u = job.result.get("up_to_date", 0)
+            return f"{n} rendered" + (f", {u} up to date" if u else "")
+        return str(job.result.get("error") or "")
+    return job.error or ""

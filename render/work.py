@@ -11,16 +11,7 @@
   fast and ends cancelled.
 - ``render jobs`` lists the jobs; ``render jobs retry|cancel|remove ID``; ``render jobs clean older=7d``.
 
-A job file (YAML)::
-
-    source: face.jpg
-    target: clips/            # a file, a folder, or `targets: [a.mp4, b.mov]`
-    output_dir: out/          # or `output: out/clip.mp4` for a single target
-    profile: low
-    overrides: {detect.size: 640}
-    priority: 0
-
-Relative paths are taken from the job file's folder (from the current folder for key=value).
+A job file, and how a job is checked before it is queued: :mod:`render.job_spec`.
 """
 from __future__ import annotations
 
@@ -29,93 +20,22 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Mapping, Sequence
 
 import yaml
 
-from .config import SCHEMA, load_config, parse_overrides, unknown_key_message
+from .config import load_config, parse_overrides
 from .errors import Interrupted, RenderError, UsageError
 from .interrupts import StopToken
-from .job_progress import JobProgress
+from .job_progress import JobProgress, describe_progress
+from .job_spec import absolute, read_job_file, validate
 from .spool import Spool, parse_age
 
 log = logging.getLogger(__name__)
 
-PATH_KEYS = ("source", "target", "output", "output_dir", "input_dir", "select.reference",
-             "models.dir", "cache_dir", "lock_dir", "mark.cert", "mark.key")
 #: keys that belong to the worker's machine, not to a job: the worker's own values are used
 WORKER_KEYS = ("spool_dir",)
 POLL_S = 1.0
-
-
-def _absolute(settings: dict[str, str], base: Path) -> dict[str, str]:
-    out = dict(settings)
-    for key in PATH_KEYS:
-        if out.get(key):
-            out[key] = str((base / Path(out[key]).expanduser()).resolve())
-    return out
-
-
-def read_job_file(path: Path) -> tuple[dict[str, str], list[str], int]:
-    """(settings, targets, priority) of a job file; UsageError naming the file when it is bad."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"job file not found: {path}") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"job file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"job file {path}: expected a mapping (source, target, output, profile, "
-                         f"overrides)")
-    data = dict(data)
-    overrides = data.pop("overrides", None) or {}
-    targets = data.pop("targets", None)
-    priority = data.pop("priority", 0)
-    if not isinstance(overrides, dict):
-        raise UsageError(f"job file {path}: overrides must be a mapping of key: value")
-    settings = {str(k): _text(v) for k, v in data.items()}
-    settings.update({str(k): _text(v) for k, v in overrides.items()})
-    for key in settings:
-        if key not in SCHEMA:
-            raise UsageError(unknown_key_message(key, f"job file {path}"))
-    base = path.parent
-    if targets is not None:
-        if not isinstance(targets, list) or not targets:
-            raise UsageError(f"job file {path}: targets must be a list of files")
-        targets = [str((base / Path(str(t)).expanduser()).resolve()) for t in targets]
-    try:
-        priority = int(priority)
-    except (TypeError, ValueError):
-        raise UsageError(f"job file {path}: priority must be a whole number") from None
-    return _absolute(settings, base), targets or [], priority
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return "" if value is None else str(value)
-
-
-def validate(settings: Mapping[str, str], targets: Sequence[str]) -> None:
-    """Fail at submit time, with the renderer's own messages, for what would fail the job."""
-    unknown = [k for k in settings if k not in SCHEMA]
-    if unknown:
-        parse_overrides([f"{k}=" for k in unknown])      # raises the nearest-key message
-    cfg = load_config(dict(settings))
-    if targets and cfg.output:
-        if len(targets) > 1:
-            raise UsageError("a job with several targets needs output_dir=, not output=")
-    if not targets and not cfg.target and not cfg.input_dir:
-        raise UsageError("a job needs a target (target=, targets: or input_dir=)")
-    if not cfg.output and not cfg.output_dir:
-        raise UsageError("a job needs output= or output_dir=")
-    for t in list(targets) + ([cfg.target] if cfg.target else []):
-        if not Path(t).exists():
-            raise UsageError(f"target not found: {t}")
-    if cfg.source and not Path(cfg.source).is_file():
-        raise UsageError(f"source image not found: {cfg.source}")
 
 
 # -- submit ---------------------------------------------------------------------------------------
@@ -133,10 +53,10 @@ def submit_main(args: Sequence[str], stream: IO[str] | None = None) -> int:
         raise UsageError("usage: render submit JOBFILE | key=value ...")
     if files:
         settings, targets, file_priority = read_job_file(Path(files[0]))
-        settings.update(_absolute(keys, Path.cwd()))
+        settings.update(absolute(keys, Path.cwd()))
         priority = priority if prio else file_priority
     else:
-        settings, targets = _absolute(keys, Path.cwd()), []
+        settings, targets = absolute(keys, Path.cwd()), []
     spool_key = settings.pop("spool_dir", None)
     validate(settings, targets)
     spool_dir = load_config({"spool_dir": spool_key} if spool_key else {}).spool_path
@@ -282,48 +202,6 @@ def _age(job) -> str:
         if s >= n:
             return f"{s / n:.0f}{unit}"
     return f"{s:.0f}s"
-
-
-def _duration(seconds: float) -> str:
-    """'45 s', '3 min 20 s', '1 h 05 min'."""
-    s = max(0, int(round(seconds)))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
-
-
-def describe_progress(job) -> str:
-    p = job.progress or {}
-    if job.state == "running" and job.worker_gone:
-        where = f"{p.get('target', '')} segment {p['segments_done']}/{p['segments_total']}".strip() \
-            if p.get("segments_total") else ""
-        return f"worker gone{f' at {where}' if where else ''}: the next worker resumes it"
-    if job.state == "running":
-        if p.get("state") == "waiting":
-            return p.get("waiting") or "waiting for the device"
-        if p.get("segments_total") or p.get("frames_total"):
-            stage = p.get("state") if p.get("state") in ("assembling", "marking") else ""
-            where = f"frame {p['frames_done']}/{p['frames_total']}" if p.get("frames_total") \
-                else ""
-            if p.get("segments_total"):
-                seg = f"segment {p['segments_done']}/{p['segments_total']}"
-                where = f"{where} ({seg})" if where else seg
-            text = f"{p.get('target', '')} {stage or where}"
-            if p.get("fps") and not stage:
-                text += f", {p['fps']:.1f} fps"
-            if p.get("eta_s") is not None and not stage:
-                text += f", ETA {_duration(p['eta_s'])}"
-            return text.strip() + (f" on {p['device']}" if p.get("device") else "")
-        return (p.get("state") or "starting") + (f" on {p['device']}" if p.get("device") else "")
-    if job.result:
-        if job.state == "done":
-            n = job.result.get("rendered", 0)
-            u = job.result.get("up_to_date", 0)
-            return f"{n} rendered" + (f", {u} up to date" if u else "")
-        return str(job.result.get("error") or "")
-    return job.error or ""
 
 
 def jobs_main(args: Sequence[str], stream: IO[str] | None = None) -> int:

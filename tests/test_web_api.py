@@ -347,7 +347,7 @@ def spool_states(spool) -> dict[str, str]:
 
 def test_the_progress_line_has_segments_fps_and_eta():
     from render.spool import Job
-    from render.work import describe_progress
+    from render.job_progress import describe_progress
 
     job = Job("0badf00d", "running", {"settings": {}}, progress={
         "state": "rendering", "target": "target.mp4", "segments_done": 2, "segments_total": 5,

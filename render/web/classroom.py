@@ -23,10 +23,11 @@ from typing import Any, Mapping
 from ..config import Config
 from ..errors import RenderError
 from ..files import fsync_dir
+from ..job_progress import describe_progress
+from ..job_spec import validate
 from ..lock import describe_holder, holders
 from ..queue_order import fair_order, served, typical_seconds, waits
 from ..spool import FINAL, Job, Spool
-from ..work import describe_progress, validate
 from . import settings as class_settings
 from .accounts import Accounts, User
 from .db import Database

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..job_progress import describe_progress
 from ..media.formats import IMAGE_FORMATS
 from ..report import report_path
 from ..spool import FINAL, Job
-from ..work import describe_progress
 from .wording import for_student
 
 PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s",
