@@ -52,6 +52,16 @@ def test_configuration_page_is_generated_from_the_schema():
         "and commit the result")
 
 
+def test_the_models_pages_tables_are_generated_from_the_registries():
+    page = ROOT / "docs" / "models.md"
+    made = subprocess.run([sys.executable, str(ROOT / "scripts" / "models_doc.py"), "--stdout"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert page.read_text() == made.stdout, (
+        "docs/models.md's contract or swapper table differs from the registries: run "
+        "python scripts/models_doc.py and commit the result")
+
+
 def test_configuration_page_lists_every_key_and_strategy():
     from render.config import SCHEMA
     from render.memory import STRATEGIES

@@ -15,7 +15,7 @@ _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16}
 
 def read_emap(path: Path) -> np.ndarray:
     """The 512×512 matrix stored as the model's LAST graph initializer."""
-    import onnx  # imported here: ~0.6 s, and only needed when the cached emap is missing
+    import onnx  # imported here: slow to import, and only needed when the cached emap is missing
     from onnx import numpy_helper
 
     model = onnx.load(str(path), load_external_data=False)
@@ -29,7 +29,8 @@ def read_emap(path: Path) -> np.ndarray:
 
 
 def load_emap(path: Path, model_sha: str, cache_dir: Path) -> np.ndarray:
-    """:func:`read_emap`, cached as .npy by the model's SHA-256 (parsing 500 MB costs seconds)."""
+    """:func:`read_emap`, cached as .npy by the model's SHA-256 (the whole model is parsed to
+    read it)."""
     cached = cache_dir / "emap" / f"{model_sha[:32]}.npy"
     emap = load_array(cached, (512, 512))
     if emap is None:
@@ -43,11 +44,6 @@ def input_dtype(type_name: str) -> type:
         return _ORT_DTYPES[type_name]
     except KeyError:
         raise ModelError(f"unsupported model input type {type_name}") from None
-
-
-def accepts_batch(shape: list) -> bool:
-    """True when the first dimension is symbolic (a dynamic batch)."""
-    return not (isinstance(shape[0], int) and shape[0] > 0)
 
 
 class Swapper:

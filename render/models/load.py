@@ -169,7 +169,7 @@ def _step_processor(step: Step, manifest: Any) -> tuple[Processor, str]:
     if processor is not None:
         if step.model:
             _check_contract(manifest.get(step.model), f"{step.name}.model",
-                            frozenset(c for c in processor.drivers if c))
+                            processor.contracts)
         return processor, f"{step.name}.model"
     entry = manifest.get(step.model)
     _check_contract(entry, "processors", registry.contracts())
@@ -211,7 +211,7 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
             processors.append(registry.driver(processor)(step, None))
             continue
         entry = resolved[(step.model, step.precision)]
-        _check_contract(entry, key, frozenset(c for c in processor.drivers if c))
+        _check_contract(entry, key, processor.contracts)
         if key == "processors":     # named by its model: the processor's declared defaults
             step = dataclasses.replace(step, options=processor.defaults(),
                                        defaults=processor.defaults())

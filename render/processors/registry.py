@@ -81,7 +81,7 @@ def for_contract(contract: str) -> Processor | None:
 
 def contracts() -> frozenset[str]:
     """Every model contract a processor drives."""
-    return frozenset(c for p in processors() for c in p.drivers if c)
+    return frozenset(c for p in processors() for c in p.contracts)
 
 
 def helper_contracts() -> frozenset[str]:

@@ -41,8 +41,9 @@ class Processor:
         assert dataclasses.is_dataclass(self.options), self.options
 
     @property
-    def has_model(self) -> bool:
-        return any(f.name == "model" for f in dataclasses.fields(self.options))
+    def contracts(self) -> frozenset[str]:
+        """The model contracts it drives."""
+        return frozenset(c for c in self.drivers if c)
 
     def defaults(self) -> dict[str, Any]:
         """Its own options at their declared defaults (without the chain's)."""
