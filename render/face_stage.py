@@ -30,8 +30,9 @@ from .faces.select import ReferenceTracks, select_faces
 from .faces.tracks import TrackLinker, TrackSelection
 from .faces.types import Face
 from .masks.build import step_masks
+from .model_handle import run_batched
 from .models.load import LoadedModels
-from .pipeline import Ready, StageTimes, run_batched, timed
+from .pipeline import Ready, StageTimes, timed
 from .processors.base import FaceProcessor, FrameProcessor, Source
 from .source_face import SourceFaces
 

@@ -1,6 +1,7 @@
 """What the model loader hands the parts that run models (processors, masks, landmarks): a
 manifest entry, the handle of a verified model with its session, the report's row of a model,
-whether a graph takes any batch, and the loader of the classes a registry names.
+whether a graph takes any batch and the calls of a model within its batch, and the loader of the
+classes a registry names.
 
 The bottom floor of the model layer: it imports nothing of render, so every part imports it
 downward.
@@ -10,7 +11,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
 
 
 class Session(Protocol):
@@ -97,6 +100,17 @@ def model_row(role: str, entry: ModelEntry, path: Path, lazy: Session) -> dict[s
 def accepts_batch(shape: list) -> bool:
     """True when a graph input's first dimension is symbolic (a dynamic batch)."""
     return not (isinstance(shape[0], int) and shape[0] > 0)
+
+
+def run_batched(fn: Callable[..., np.ndarray], crops: np.ndarray, batch: int,
+                max_batch: int | None, extra: np.ndarray | None = None) -> np.ndarray:
+    """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed one;
+    ``extra`` (one row per crop) is cut into the same chunks and passed along."""
+    step = max(1, batch) if max_batch is None else max_batch
+    if extra is None:
+        return np.concatenate([fn(crops[i:i + step]) for i in range(0, len(crops), step)])
+    return np.concatenate([fn(crops[i:i + step], extra[i:i + step])
+                           for i in range(0, len(crops), step)])
 
 
 def load_class(where: str) -> type:

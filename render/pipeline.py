@@ -81,17 +81,6 @@ def timed(times: StageTimes, stage: str, fn: Callable, *args):
         times.add(stage, time.perf_counter() - t0)
 
 
-def run_batched(fn: Callable[..., np.ndarray], crops: np.ndarray, batch: int,
-                max_batch: int | None, extra: np.ndarray | None = None) -> np.ndarray:
-    """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed one;
-    ``extra`` (one row per crop) is cut into the same chunks and passed along."""
-    step = max(1, batch) if max_batch is None else max_batch
-    if extra is None:
-        return np.concatenate([fn(crops[i:i + step]) for i in range(0, len(crops), step)])
-    return np.concatenate([fn(crops[i:i + step], extra[i:i + step])
-                           for i in range(0, len(crops), step)])
-
-
 _DONE = object()
 
 

@@ -15,8 +15,8 @@ from render.faces.mask import paste_masks
 from render.faces.types import Face
 from render.models.manifest import load_manifest
 from render.face_stage import ChainStep, FaceStage
-from render.pipeline import StageTimes, run_batched, stream
-from render.model_handle import ProcessorModel
+from render.pipeline import StageTimes, stream
+from render.model_handle import ProcessorModel, run_batched
 from render.processors import registry
 from render.processors.base import Source
 from render.processors.enhance.enhancer import FaceEnhancer

@@ -19,8 +19,7 @@ import numpy as np
 
 from ...faces import align
 from ...faces.blob import to_bgr_nhwc, to_rgb_nchw
-from ...model_handle import ProcessorModel
-from ...pipeline import run_batched
+from ...model_handle import ProcessorModel, run_batched
 from ..base import FaceProcessor, Source
 from ..spec import Step
 from .pixel_boost import auto_size, boost_size, explode, implode
