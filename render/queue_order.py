@@ -35,6 +35,13 @@ def served(jobs: Iterable[Job], now: float) -> dict[str, int]:
     return dict(out)
 
 
+def queued_in_order(jobs: Iterable[Job], now: float) -> list[Job]:
+    """The queued jobs of ``jobs`` in the order workers take them, each owner's share counted
+    from the jobs of ``jobs`` already served: the spool's queue and the pages' are this one."""
+    jobs = list(jobs)
+    return fair_order([j for j in jobs if j.state == "queued"], served(jobs, now))
+
+
 def fair_order(queued: Iterable[Job], already: Mapping[str, int]) -> list[Job]:
     """``queued`` in the order workers take them (see the module's docstring)."""
     rounds: dict[str, int] = defaultdict(int)

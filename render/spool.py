@@ -31,7 +31,7 @@ import yaml
 
 from .errors import UsageError
 from .files import fsync_dir, try_flock
-from .queue_order import FAIR_WINDOW_S, fair_order, served
+from .queue_order import FAIR_WINDOW_S, queued_in_order
 from .spool_job import Job
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class Spool:
         now = time.time()
         jobs = self.jobs(("queued", "running", "done", "failed"),
                          finished_since=now - FAIR_WINDOW_S)
-        return fair_order([j for j in jobs if j.state == "queued"], served(jobs, now))
+        return queued_in_order(jobs, now)
 
     # -- claiming ------------------------------------------------------------------------------
     def _lock(self, job_id: str) -> int | None:

@@ -26,7 +26,7 @@ from ..files import fsync_dir
 from ..job_progress import describe_progress
 from ..job_spec import validate
 from ..lock import describe_holder, holders
-from ..queue_order import fair_order, served, typical_seconds, waits
+from ..queue_order import queued_in_order, typical_seconds, waits
 from ..spool import FINAL, Job, Spool
 from . import settings as class_settings
 from .accounts import Accounts, User
@@ -87,10 +87,10 @@ class Classroom:
             if fresh or self._snapshot is None or now - self._snapshot[0] > SNAPSHOT_S:
                 jobs = self.spool.jobs()
                 wall = time.time()
-                queue = fair_order([j for j in jobs if j.state == "queued"], served(jobs, wall))
-                self._waits = waits(queue, [j for j in jobs if j.state == "running"],
+                order = queued_in_order(jobs, wall)
+                self._waits = waits(order, [j for j in jobs if j.state == "running"],
                                     typical_seconds(jobs), wall)
-                self._snapshot = (now, jobs, {j.id: i + 1 for i, j in enumerate(queue)})
+                self._snapshot = (now, jobs, {j.id: i + 1 for i, j in enumerate(order)})
             return self._snapshot[1], self._snapshot[2]
 
     def _forget_snapshot(self) -> None:
