@@ -117,3 +117,24 @@ def load_class(where: str) -> type:
     """The class ``"package.module:Class"`` names, imported now (a registry's entry)."""
     module, name = where.split(":")
     return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class PartRegistry:
+    """The models a config key names for a part of the face stage (the masks, the landmarks):
+    which contracts each key takes, the class driving each contract (imported on first use)
+    and the report's role of each key's model."""
+
+    #: contract → "package.module:Class"
+    drivers: Mapping[str, str]
+    #: key → the contracts its model may have
+    keys: Mapping[str, frozenset[str]]
+    #: key → the report's role of its model
+    roles: Mapping[str, str]
+
+    def contracts(self) -> frozenset[str]:
+        return frozenset(self.drivers)
+
+    def driver(self, contract: str) -> type:
+        """The class for ``contract`` (one of :meth:`contracts`)."""
+        return load_class(self.drivers[contract])

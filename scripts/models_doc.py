@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from render.faces.detect import CONTRACTS as DETECTORS  # noqa: E402
 from render.faces.embed import CONTRACTS as EMBEDDERS  # noqa: E402
-from render.landmarks import registry as landmarks  # noqa: E402
-from render.masks import registry as masks  # noqa: E402
+from render.landmarks.registry import LANDMARKS  # noqa: E402
+from render.masks.registry import MASKS  # noqa: E402
 from render.models.manifest import CONTRACTS, SHIPPED_MANIFEST, read_manifest_file  # noqa: E402
 from render.processors import registry as processors  # noqa: E402
 from render.processors.swap.embedding_swapper import CONVENTIONS  # noqa: E402
@@ -59,12 +59,10 @@ def contracts_table() -> str:
             rows[c] = (f"`{p.name}.model`", _where(path))
         for c in p.helpers:
             rows[c] = (f"a `{p.name}` model's `needs`", "its processor")
-    for key, allowed in masks.KEY_CONTRACTS.items():
-        for c in sorted(allowed):
-            rows[c] = (f"`{key}`", _where(masks.BUILT_IN[c]))
-    for key, allowed in landmarks.KEY_CONTRACTS.items():
-        for c in sorted(allowed):
-            rows[c] = (f"`{key}`", _where(landmarks.BUILT_IN[c]))
+    for part in (MASKS, LANDMARKS):
+        for key, allowed in part.keys.items():
+            for c in sorted(allowed):
+                rows[c] = (f"`{key}`", _where(part.drivers[c]))
     assert set(rows) == set(CONTRACTS), set(rows) ^ set(CONTRACTS)
     shipped = _shipped()
     lines = ["| contract | named by | driven by | shipped models |", "|---|---|---|---|"]

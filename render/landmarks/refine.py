@@ -10,7 +10,7 @@ import numpy as np
 
 from ..faces.types import Face
 from ..model_handle import ModelEntry, ProcessorModel
-from . import registry
+from .registry import LANDMARKS
 from .estimate import Landmarks68From5
 from .fan2d import Fan2dLandmarker
 from .points import five_from_68
@@ -52,8 +52,8 @@ def load_landmarks(named: Mapping[str, str], score: float,
     ``entry_for`` and ``model_for`` as in ``masks.build.load_masks``."""
     found: dict[str, Any] = {}
     for key, name in named.items():
-        entry = entry_for(key, name, registry.KEY_CONTRACTS[key])
-        found[key] = registry.landmark_class(entry.contract)(registry.ROLES[key], model_for(entry))
+        entry = entry_for(key, name, LANDMARKS.keys[key])
+        found[key] = LANDMARKS.driver(entry.contract)(LANDMARKS.roles[key], model_for(entry))
     if not found:
         return None
     return FaceLandmarks(found.get("landmark.model"), found.get("landmark.estimator"), score)

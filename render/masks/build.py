@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..faces.mask import NO_SIDES, PasteMask, paste_masks
 from ..model_handle import ModelEntry, ProcessorModel
-from . import registry
+from .registry import MASKS
 from .area import AreaMask
 from .model import ModelMask
 from .occlusion import OcclusionMask, Occluders
@@ -49,6 +49,5 @@ def load_masks(named: Sequence[tuple[str, str]], mask: Mask,
     ``mask.parser``), each driven by the class its manifest contract picks; ``entry_for(key,
     name, contracts)`` gives the verified entry (its contract checked against those ``key``
     takes), ``model_for(entry)`` its model."""
-    return [registry.mask_class(entry.contract)(registry.ROLES[key], model_for(entry), mask)
-            for key, name in named
-            for entry in (entry_for(key, name, registry.KEY_CONTRACTS[key]),)]
+    return [MASKS.driver(entry.contract)(MASKS.roles[key], model_for(entry), mask)
+            for key, name in named for entry in (entry_for(key, name, MASKS.keys[key]),)]

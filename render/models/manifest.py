@@ -43,8 +43,8 @@ from render.errors import ModelError
 from render.faces.align import TEMPLATES as ALIGN_TEMPLATES
 from render.faces.detect import CONTRACTS as DETECTOR_CONTRACTS
 from render.faces.embed import CONTRACTS as EMBEDDER_CONTRACTS
-from render.landmarks import registry as landmark_registry
-from render.masks import registry as mask_registry
+from render.landmarks.registry import LANDMARKS
+from render.masks.registry import MASKS
 from render.model_handle import ModelEntry
 from render.processors import registry as processor_registry
 
@@ -57,7 +57,7 @@ PRECISIONS = ("fp32", "fp16")
 #: every contract a model may have: one union of the registries of the parts that drive them
 CONTRACTS: tuple[str, ...] = (*DETECTOR_CONTRACTS, *EMBEDDER_CONTRACTS, *sorted(
     {*processor_registry.contracts(), *processor_registry.helper_contracts(),
-     *mask_registry.contracts(), *landmark_registry.contracts()}))
+     *MASKS.contracts(), *LANDMARKS.contracts()}))
 TEMPLATES = tuple(ALIGN_TEMPLATES)
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
