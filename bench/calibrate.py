@@ -17,12 +17,13 @@ def time_swapper(models_dir: Path, cache: Path, overrides: dict[str, str], min_s
     import numpy as np
     from render.models.load import load_models
     from render.config import load_config
+    from render.processors.base import Source
 
     cfg = load_config(dict(overrides, **{"models.dir": str(models_dir), "cache_dir": str(cache)}),
                       env={})
-    sw = load_models(cfg).processors[0]
+    sw = load_models(cfg).face_steps[0]
     crops = np.random.RandomState(0).randint(0, 256, (1, sw.size, sw.size, 3), dtype=np.uint8)
-    swap = sw.bind(np.ones(512, np.float32))
+    swap = sw.bind(Source(np.ones(512, np.float32), lambda: None))
     for _ in range(3):
         swap(crops)
     walls, n = [], 0

@@ -163,6 +163,7 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     from render.models.load import load_models
     from render.config import load_config
     from render.faces import align
+    from render.processors.base import Source
 
     cfg = load_config({**overrides, "execution.threads": str(threads)}, env={})
     loaded = load_models(cfg)
@@ -171,17 +172,17 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     if not faces:
         raise RuntimeError(f"the detector finds no face in the middle frame of {clip}")
     face = faces[0]
-    source = np.ones(512, np.float32)
+    source = Source(np.ones(512, np.float32), lambda: (frame, face))
     sessions = loaded.named_sessions()
     name_of = {id(lazy): name for name, lazy in sessions.items()}
     work = {"detect": lambda: loaded.detector.detect(frame),
             "embed": lambda: loaded.embedder.embed(frame, face)}
-    for proc in loaded.processors:
+    for proc in loaded.face_steps:
         m = align.estimate(face.kps, proc.template, proc.size)
         crop = align.warp(frame, m, proc.size)[None]
         work[proc.name] = lambda run=proc.bind(source), crop=crop: run(crop)
-    if loaded.processors:                   # the masks on the first processor's crop
-        first = loaded.processors[0]
+    if loaded.face_steps:                   # the masks on the first face step's crop
+        first = loaded.face_steps[0]
         m = align.estimate(face.kps, first.template, first.size)
         crop = align.warp(frame, m, first.size)[None]
         for mask in loaded.masks:
