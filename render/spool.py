@@ -32,7 +32,7 @@ import yaml
 from .errors import UsageError
 from .files import fsync_dir, try_flock
 from .queue_order import FAIR_WINDOW_S, queued_in_order
-from .spool_job import Job
+from .spool_job import ID_BYTES, Job
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class Spool:
         """Queue a job; returns its id (random, unique in this spool, not a timestamp)."""
         self.ensure()
         for _ in range(100):
-            job_id = secrets.token_hex(4)
+            job_id = secrets.token_hex(ID_BYTES)
             try:   # the lock file is created exclusively: the id is ours
                 fd = os.open(self.root / "locks" / f"{job_id}.lock",
                              os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o666)

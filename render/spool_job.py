@@ -1,9 +1,18 @@
-"""One job as the spool knows it: its job file and what the spool keeps beside it. Below the
-spool and the order its queue is taken in (:mod:`render.queue_order`), which both read it."""
+"""One job as the spool knows it: its id's form, its job file and what the spool keeps beside
+it. Below the spool and the order its queue is taken in (:mod:`render.queue_order`), which both
+read it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+#: a job's id is this many random bytes, in hex
+ID_BYTES = 4
+
+
+def is_job_id(text: str) -> bool:
+    """``text`` has the form of a job id (checked before a file is looked up by it)."""
+    return len(text) == 2 * ID_BYTES and all(c in "0123456789abcdef" for c in text)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from ..job_spec import validate
 from ..lock import describe_holder, holders
 from ..queue_order import queued_in_order, typical_seconds, waits
 from ..spool import FINAL, Job, Spool
+from ..spool_job import is_job_id
 from . import settings as class_settings
 from .accounts import Accounts, User
 from .db import Database
@@ -39,7 +40,6 @@ from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 log = logging.getLogger(__name__)
 
 CONSENT = "I have the consent of the people in these files"
-JOB_ID_LEN = 8
 STALE_S = 3600.0          # incoming parts and unreferenced job folders older than this are removed
 SNAPSHOT_S = 0.5          # the spool is read at most this often for the pages' polling
 
@@ -111,7 +111,7 @@ class Classroom:
         return [self.view(j, order, retention, full=user.teacher) for j in mine]
 
     def job_for(self, user: User, job_id: str) -> Job:
-        if len(job_id) != JOB_ID_LEN or not all(c in "0123456789abcdef" for c in job_id):
+        if not is_job_id(job_id):
             raise not_found()
         try:
             job = self.spool.get(job_id)
