@@ -95,7 +95,7 @@ class ExecResult:
     threads: dict | None = None      # ThreadPolicy.summary(): who got the cores
     parallel_segments: int = 1       # segments rendered at once
     #: seconds spent on what segmenting adds to a render: committing segments (flush, count,
-    #: hash), joining and muxing them, verifying the result, and marking it (issue of its own)
+    #: hash), joining and muxing them, verifying the result, and marking it
     overhead: dict[str, float] = field(default_factory=lambda: {"commit": 0.0, "assemble": 0.0,
                                                                 "verify": 0.0, "mark": 0.0})
 

@@ -190,8 +190,8 @@ COMMON_PIX_FMTS = frozenset({"yuv420p", "yuvj420p", "yuv422p", "yuv444p", "yuv42
 
 
 def check_pix_fmt(pix_fmt: str) -> None:
-    """encode.pix_fmt is a format ffmpeg can write: a typo failed the encoder at the first frame
-    (exit 5, work folder left) instead of exit 2 before any work."""
+    """encode.pix_fmt is a format ffmpeg can write: a typo is a usage error before any work, not
+    an encoder failure at the first frame."""
     if pix_fmt in COMMON_PIX_FMTS:
         return
     known = ffmpeg_output_pixel_formats()
@@ -203,8 +203,8 @@ def check_pix_fmt(pix_fmt: str) -> None:
 def _check_name_length(output: Path) -> None:
     """The output's name leaves room for the longest name made from it: the work folder
     ``.NAME.render-KEY16``, the report's temp ``.NAME.report.json.tmp-HOST-PID``, the assembly's
-    ``STEM.tmp-HOST-PID.EXT`` and its marking temp ``.STEM.tmp-HOST-PID.EXT.PID.c2pa.tmp`` (a
-    render that found out at one of them ended with "internal error: File name too long")."""
+    ``STEM.tmp-HOST-PID.EXT`` and its marking temp ``.STEM.tmp-HOST-PID.EXT.PID.c2pa.tmp``:
+    checked before any work, not found out midway at one of them."""
     try:
         limit = os.pathconf(output.parent, "PC_NAME_MAX")
     except (OSError, ValueError):

@@ -60,9 +60,7 @@ class Renderer:
         versions.prefetch_installation()
         self.models = load_models(cfg, device_id=device_id)
         if cfg.marked:   # while the render starts, not at the end of the first render
-            # not a daemon: the interpreter waits for it before it finalises. A daemon thread
-            # still importing then (a quick `render verify`) ends inside the Rust code of c2pa or
-            # cryptography, which aborts the process ("FATAL: exception not rethrown")
+            # not a daemon: a daemon thread still importing at exit aborts the process in native code
             threading.Thread(target=marking.load_libraries, name="render-mark-libraries",
                              daemon=False).start()
         self.hashes = FileHashes()

@@ -4,9 +4,9 @@ A committed segment must hold exactly the frames the renderer wrote. For the MP4
 own encoder writes (one video track, the audio tracks of a one-segment plan, ``moov`` + one
 ``mdat``), the index says how many samples there are and where each lies; checking that every
 sample lies inside the ``mdat`` that is really on disk is what ``ffprobe -count_packets`` checks by
-reading the packets, without starting a process (about 0.1 s each, per segment). Anything this
-reader does not know (fragmented MP4, no or several video tracks, 64-bit sizes it cannot trust)
-returns None, and the caller asks ffprobe.
+reading the packets, without starting a process for each segment. Anything this reader does not
+know (fragmented MP4, no or several video tracks, 64-bit sizes it cannot trust) returns None, and
+the caller asks ffprobe.
 """
 from __future__ import annotations
 

@@ -165,9 +165,8 @@ def raw_input_args(width: int, height: int, fps: Fraction) -> list[str]:
     fps = Fraction(fps)
     if fps <= 0:
         raise UsageError(f"invalid frame rate {fps}")
-    # an input read on its own thread (ffmpeg 5.1 does so once the target's audio is a second
-    # input; 6.0 and later always) queues 8 packets by default: 8 raw frames, 50 MB at 1080p;
-    # the renderer's own frames in flight already keep the encoder fed
+    # an input read on its own thread queues 8 packets (raw frames) by default; the renderer's
+    # own frames in flight already keep the encoder fed
     return ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
             "-framerate", str(fps), "-thread_queue_size", str(RAW_INPUT_QUEUE), "-i", "pipe:0"]
 
