@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import __version__
-from .config import help_text, load_config, parse_overrides, profile_models
+from .config import help_text, load_config, parse_overrides
 from .errors import EXIT_CODES, Interrupted, RenderError, RenderFailed, UsageError
 from .interrupts import PROCESS
 
@@ -79,6 +79,7 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
 
 def _models_command(args: list[str]) -> int:
     from .models.commands import main as models_main
+    from .models.needs import profile_models
 
     # dir= and manifest= may be given to the models commands the same way as to a render.
     render_keys = {"models.dir", "models.manifest", "cache_dir"}
