@@ -107,7 +107,8 @@ LABEL io.render.stage=models io.render.base="$BASE_IMAGE"
 
 COPY --from=deps /opt/render/venv /opt/render/venv
 COPY render/__init__.py render/__main__.py render/cli.py render/errors.py render/files.py render/interrupts.py \
-    /opt/render/app/render/
+    render/options.py render/model_handle.py /opt/render/app/render/
+COPY render/faces/__init__.py render/faces/align.py render/faces/contracts.py /opt/render/app/render/faces/
 COPY render/config/ /opt/render/app/render/config/
 COPY render/models/ /opt/render/app/render/models/
 COPY render/processors/ /opt/render/app/render/processors/

@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The page documents the checkout this script lives in, not whichever render is installed.
 sys.path.insert(0, str(ROOT))
 
-from render.faces.detect import CONTRACTS as DETECTORS  # noqa: E402
-from render.faces.embed import CONTRACTS as EMBEDDERS  # noqa: E402
+from render.faces.contracts import DETECTORS, EMBEDDERS  # noqa: E402
 from render.landmarks.registry import LANDMARKS  # noqa: E402
 from render.masks.registry import MASKS  # noqa: E402
 from render.models.manifest import CONTRACTS, SHIPPED_MANIFEST, read_manifest_file  # noqa: E402

@@ -13,10 +13,11 @@ import cv2
 import numpy as np
 
 from ..sessions import LazySession
+from .contracts import DETECTORS
 from .types import Face
 
 STRIDES = (8, 16, 32)
-CONTRACTS = ("detector-scrfd", "detector-retinaface", "detector-yunet", "detector-yoloface")
+CONTRACTS = DETECTORS
 # (scale, mean): input = (BGR pixel - mean) * scale, per contract
 _NORMALISE = {
     "detector-scrfd": (1 / 128.0, 127.5),

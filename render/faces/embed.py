@@ -8,11 +8,11 @@ import numpy as np
 from ..cache import load_array, save_array
 from ..sessions import LazySession
 from . import align
+from .contracts import EMBEDDERS
 from .types import Face
 
-
 #: the manifest contract of the models this drives
-CONTRACTS = ("embedder-arcface",)
+CONTRACTS = EMBEDDERS
 
 
 class Embedder:

@@ -41,8 +41,7 @@ import yaml
 import render
 from render.errors import ModelError
 from render.faces.align import TEMPLATES as ALIGN_TEMPLATES
-from render.faces.detect import CONTRACTS as DETECTOR_CONTRACTS
-from render.faces.embed import CONTRACTS as EMBEDDER_CONTRACTS
+from render.faces.contracts import DETECTORS, EMBEDDERS
 from render.landmarks.registry import LANDMARKS
 from render.masks.registry import MASKS
 from render.model_handle import ModelEntry
@@ -55,7 +54,7 @@ LOCAL_MANIFEST_NAME = "manifest.yaml"
 
 PRECISIONS = ("fp32", "fp16")
 #: every contract a model may have: one union of the registries of the parts that drive them
-CONTRACTS: tuple[str, ...] = (*DETECTOR_CONTRACTS, *EMBEDDER_CONTRACTS, *sorted(
+CONTRACTS: tuple[str, ...] = (*DETECTORS, *EMBEDDERS, *sorted(
     {*processor_registry.contracts(), *processor_registry.helper_contracts(),
      *MASKS.contracts(), *LANDMARKS.contracts()}))
 TEMPLATES = tuple(ALIGN_TEMPLATES)
