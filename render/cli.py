@@ -11,7 +11,7 @@ import signal
 import sys
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .config import help_text, load_config, parse_overrides
@@ -166,7 +166,9 @@ def _shard_shorthand(args: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, afterwards: Any = None) -> int:
+    """Run the command ``argv``; ``afterwards``: the SIGTERM and SIGINT handler once it is
+    done (None: the ones before)."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     verbose = "--verbose" in args or "-v" in args
@@ -177,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     PROCESS.reset()
     try:
-        with PROCESS.handling_signals():
+        with PROCESS.handling_signals(afterwards):
             return run(args)
     except RenderError as exc:
         if debug:
@@ -197,12 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """The ``render`` command as a process: :func:`main`, then the process winds down with its
-    work done. Python's shutdown puts the default handlers back, so a SIGTERM then killed the
-    finished process without a word (exit 143, its output complete): it is ignored instead."""
-    code = main()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
-    sys.exit(code)
+    work done. SIGTERM and SIGINT are ignored from the moment :func:`main`'s handling ends: with
+    the default handlers a signal then killed the finished process without a word."""
+    sys.exit(main(afterwards=signal.SIG_IGN))
 
 
 if __name__ == "__main__":

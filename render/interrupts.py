@@ -25,7 +25,7 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import Interrupted
 
@@ -172,9 +172,11 @@ class StopToken:
         raise self._exception(signum)
 
     @contextmanager
-    def handling_signals(self) -> Iterator[None]:
+    def handling_signals(self, afterwards: Any = None) -> Iterator[None]:
         """SIGTERM and SIGINT go to :meth:`on_signal` while the block runs; a signal the caller
-        ignores stays ignored (a shell's background job ignores SIGINT)."""
+        ignores stays ignored (a shell's background job ignores SIGINT). After the block the
+        handlers are the ones before it, or ``afterwards`` where given (with no instant between
+        the two where the default would kill the process)."""
         previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
         for sig, handler in previous.items():
             if handler is not signal.SIG_IGN:
@@ -185,6 +187,8 @@ class StopToken:
             while self._resend:
                 self._resend.pop().cancel()
             for sig, handler in previous.items():
+                if afterwards is not None and handler is not signal.SIG_IGN:
+                    handler = afterwards
                 if handler is not None:
                     signal.signal(sig, handler)
 
