@@ -51,6 +51,9 @@ class ModelEntry:
     needs: tuple[str, ...] = ()
     note: str | None = None
     origin: Path | None = None
+    #: an int8 model's fidelity gate figures (render.models.quantize) and what it was calibrated on
+    fidelity: Mapping[str, float] = field(default_factory=dict)
+    calibration: str | None = None
 
     def __hash__(self) -> int:  # variants is a dict: hash on the identity that matters
         return hash((self.name, self.file, self.sha256, self.precision))
@@ -69,9 +72,11 @@ class ModelEntry:
             out["confirmed"] = False
         if self.needs:
             out["needs"] = list(self.needs)
-        for key in ("source", "source_sha256", "converter", "note"):
+        for key in ("source", "source_sha256", "converter", "note", "calibration"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.fidelity:
+            out["fidelity"] = dict(self.fidelity)
         return out
 
 
@@ -93,8 +98,11 @@ class ProcessorModel:
 
 def model_row(role: str, entry: ModelEntry, path: Path, lazy: Session) -> dict[str, Any]:
     """A model's row in the report: its file, SHA-256 and the providers its session got."""
-    return {"role": role, "name": entry.name, "file": str(path), "sha256": entry.sha256,
-            "precision": entry.precision, "providers": lazy.providers}
+    row = {"role": role, "name": entry.name, "file": str(path), "sha256": entry.sha256,
+           "precision": entry.precision, "providers": lazy.providers}
+    if entry.fidelity:
+        row["fidelity"] = dict(entry.fidelity)
+    return row
 
 
 def accepts_batch(shape: list) -> bool:
@@ -104,8 +112,8 @@ def accepts_batch(shape: list) -> bool:
 
 def run_batched(fn: Callable[..., np.ndarray], crops: np.ndarray, batch: int,
                 max_batch: int | None, extra: np.ndarray | None = None) -> np.ndarray:
-    """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed one;
-    ``extra`` (one row per crop) is cut into the same chunks and passed along."""
+    """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed
+    one; ``extra`` (one row per crop) is cut into the same chunks and passed along."""
     step = max(1, batch) if max_batch is None else max_batch
     if extra is None:
         return np.concatenate([fn(crops[i:i + step]) for i in range(0, len(crops), step)])

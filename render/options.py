@@ -19,7 +19,13 @@ from typing import Any, Sequence
 #: folders, reports and marks) stay valid
 KEYED = ("bytes", "never", "unless-default")
 
-PRECISIONS = ("fp32", "fp16")
+#: a model's weights: as pinned (fp32, or a pinned or converted fp16 file), a gated int8 conversion
+#: (``render models convert NAME int8``), or auto: int8 where the CPU provider runs on a CPU with
+#: VNNI and a gated int8 file exists, else fp32
+PRECISIONS = ("fp32", "fp16", "int8", "auto")
+PRECISION_HELP = ("weights precision: fp32, fp16, int8 (a gated conversion: render models "
+                  "convert NAME int8) or auto (int8 on a CPU with VNNI where a gated int8 file "
+                  "exists, else fp32)")
 
 
 def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None = None,
@@ -60,6 +66,8 @@ class Models:
 class Detect:
     model: str = option("scrfd_2.5g", "face detector (manifest name; SCRFD/RetinaFace or YuNet "
                         "contract)")
+    precision: str = option("fp32", f"the detector's {PRECISION_HELP}", choices=PRECISIONS,
+                            keyed="unless-default")
     size: int = option(640, "detector input size in px; frames are downscaled to fit", min=128,
                        max=1280, multiple=32)
     score: float = option(0.5, "minimum detection score", min=0.0, max=1.0)
@@ -71,6 +79,8 @@ class Detect:
 @dataclass(frozen=True)
 class Embed:
     model: str = option("arcface_w600k_r50", "face embedder (ArcFace contract)")
+    precision: str = option("fp32", f"the embedder's {PRECISION_HELP}", choices=PRECISIONS,
+                            keyed="unless-default")
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,8 @@ class Mask:
     regions: tuple[str, ...] = option(list(FACE_REGIONS[:7]), "regions of the face the swap keeps "
                                       "with mask.parser (eyebrows, eyes and lips take both sides)",
                                       choices=FACE_REGIONS, keyed="unless-default")
+    precision: str = option("fp32", f"the mask models' {PRECISION_HELP}", choices=PRECISIONS,
+                            keyed="unless-default")
     areas: tuple[str, ...] = option([], "landmark area mask: the swap keeps only the convex hull "
                                     "of these areas of the 68 landmarks; empty = off",
                                     choices=("upper-face", "lower-face", "mouth"),
@@ -113,6 +125,8 @@ class Landmark:
                         keyed="unless-default")
     score: float = option(0.5, "the landmarker's score above which its 68 points (not the "
                           "detector's 5) place the crops", min=0.0, max=1.0, keyed="unless-default")
+    precision: str = option("fp32", f"the landmark models' {PRECISION_HELP}",
+                            choices=PRECISIONS, keyed="unless-default")
     estimator: str = option("fan_68_5", "model estimating 68 points from the detector's 5, for "
                             "mask.areas when landmark.model is off (a manifest overlay names its "
                             "file: docs/models.md)", keyed="unless-default")

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .cpu import summary as cpu_summary
 from .execute import ExecResult
 from .files import sha256_file, write_atomic
 from .gpus import nvml_handles
@@ -188,6 +189,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
         "status": status,
         "error": error,
         "installation": installation(),
+        "cpu": cpu_summary(),
         "job_key": plan.key,
         "config": dict(plan.config),
         "config_hash": config_hash(plan.config),

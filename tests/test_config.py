@@ -58,7 +58,7 @@ def test_environment_defaults_are_below_the_command_line():
     ("detect.size", "abc", "detect.size: expected an integer between 128 and 1280 (a multiple of 32)"),
     ("detect.size", "650", "a multiple of 32"),
     ("detect.score", "1.5", "detect.score: expected a number between 0 and 1"),
-    ("swap.precision", "int8", "swap.precision: expected one of fp32, fp16, got 'int8'"),
+    ("swap.precision", "int4", "swap.precision: expected one of fp32, fp16, int8, auto, got 'int4'"),
     ("enhance.enabled", "maybe", "expected true or false"),
     ("execution.providers", "cuda,gpu", "expected a list of tensorrt|cuda|cpu"),
     # nan is no number: it passed every min/max comparison (detect.score=nan swapped no face,
@@ -146,7 +146,7 @@ def test_profile_auto_picks_by_gpu_memory_and_falls_back_to_the_cpu():
     assert auto_profile([], cuda=True)[:2] == ("low", True)                        # no GPU, no NVML
     cfg = load_config({"profile": "auto"}, env={}, auto=lambda: auto_profile([], cuda=True))
     assert cfg.profile == "low" and cfg.execution.providers == ("cpu",)     # the one chosen
-    assert cfg.swap.precision == "fp16" and cfg.detect.size == 320          # profile low's values
+    assert cfg.swap.precision == "auto" and cfg.detect.size == 320   # int8 where gated, on VNNI
     cfg = load_config({"profile": "auto"}, env={},
                       auto=lambda: auto_profile([Gpu(0, "Card", 8192)], cuda=True))
     assert cfg.execution.memory_strategy == "moderate" and "cuda" in cfg.execution.providers

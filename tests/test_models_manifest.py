@@ -106,7 +106,7 @@ def test_converted_entry_resolves_by_source(tmp_path):
     ({"contract": "detector-scrfdd"}, "contract"),
     ({"file": "../x.onnx"}, "file"),
     ({"size": -3}, "size"),
-    ({"precision": "int8"}, "precision"),
+    ({"precision": "int4"}, "precision"),
     ({"urls": ["ftp://x"]}, "urls"),
     ({"licnece": "MIT"}, "licnece"),
     ({"variants": {"fp16": "nowhere"}}, "variants.fp16"),
@@ -277,7 +277,7 @@ def test_list_reports_stamp_status(tmp_path):
     (["fetch"], "name the models to fetch or a profile"),
     (["fetch", "profile=fsat"], "unknown profile 'fsat'"),
     (["convert"], "one model name and a precision"),
-    (["convert", "gfpgan_1.4", "int8"], "only `render models convert gfpgan_1.4 fp16`"),
+    (["convert", "gfpgan_1.4", "int4"], "`render models convert gfpgan_1.4 fp16` or `... int8`"),
     (["convert", "inswapper_128", "fp16"], "pinned fp16 file"),
 ])
 def test_usage_errors(tmp_path, argv, match):

@@ -70,6 +70,9 @@ def load_config(overrides: Mapping[str, str] | None = None,
         logging.getLogger(__name__).info("%s", why)
         if cpu_only and "execution.providers" not in overrides:
             overrides["execution.providers"] = "cpu"
+        if cpu_only:                 # int8 where a gated file exists and the CPU has VNNI
+            for key in (k for k in SCHEMA if k.endswith(".precision")):
+                overrides.setdefault(key, "auto")
     _, from_profile = read_profile(profile)
     flat.update(from_profile)
     for name, value in overrides.items():

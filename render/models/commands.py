@@ -20,10 +20,11 @@ from .store import ModelStore, default_stamp_dir
 log = logging.getLogger(__name__)
 
 USAGE = ("usage: render models list [dir=DIR] | fetch [profile=P|all] [NAME ...] [dir=DIR] "
-         "[from=FOLDER] | verify [NAME ...] [dir=DIR] | convert NAME fp16 [dir=DIR]")
+         "[from=FOLDER] | verify [NAME ...] [dir=DIR] | convert NAME fp16|int8 [calibrate=CLIP] "
+         "[detect=NAME] [dir=DIR]")
 COMMANDS = ("list", "fetch", "verify", "convert", "help")
 _KEYS = {"list": {"dir"}, "fetch": {"dir", "profile", "from"}, "verify": {"dir"},
-         "convert": {"dir"}, "help": set()}
+         "convert": {"dir", "calibrate", "detect"}, "help": set()}
 NON_COMMERCIAL = "NON-COMMERCIAL"
 
 
@@ -229,13 +230,31 @@ def cmd_verify(names: list[str], manifest: Manifest, store: ModelStore, out: Tex
     return 0
 
 
-def cmd_convert(names: list[str], manifest: Manifest, store: ModelStore, out: TextIO) -> int:
+def cmd_convert(keys: Mapping[str, str], names: list[str], manifest: Manifest,
+                store: ModelStore, cache_dir: Path, out: TextIO) -> int:
     from .convert import convert
 
     if len(names) == 1:
         names = [names[0], "fp16"]
     if len(names) != 2:
         raise UsageError(f"convert takes one model name and a precision: {USAGE}")
+    if names[1] == "int8":
+        from ..config import SCHEMA
+        from .quantize import convert_int8
+
+        calibrate = Path(keys["calibrate"]).expanduser() if "calibrate" in keys else None
+        new = convert_int8(manifest.get(names[0]), store.models_dir, manifest, store,
+                           detector=manifest.get(keys.get("detect",
+                                                          SCHEMA["detect.model"].default)),
+                           embedder=manifest.get(SCHEMA["embed.model"].default),
+                           calibrate=calibrate, cache_dir=cache_dir)
+        gate = ", ".join(f"{k} {v:g}" for k, v in new.fidelity.items())
+        out.write(f"{new.name}: {store.path(new)} (sha256 {new.sha256}), quantised from "
+                  f"{names[0]}; fidelity gate passed ({gate}) on {new.calibration}; entry "
+                  f"written to {new.origin}\n")
+        return 0
+    if "calibrate" in keys or "detect" in keys:
+        raise UsageError(f"calibrate= and detect= are for int8 conversions: {USAGE}")
     new = convert(manifest.get(names[0]), names[1], store.models_dir, manifest,
                   stamp_dir=store.stamp_dir)
     out.write(f"{new.name}: {store.path(new)} (sha256 {new.sha256}), converted from {names[0]} "
@@ -268,4 +287,4 @@ def main(argv: list[str], *, models_dir: Path, cache_dir: Path, manifest_paths: 
         return cmd_fetch(keys, names, manifest, store, profiles, out, fetch_options=fetch_options)
     if command == "verify":
         return cmd_verify(names, manifest, store, out)
-    return cmd_convert(names, manifest, store, out)
+    return cmd_convert(keys, names, manifest, store, Path(cache_dir).expanduser(), out)

@@ -221,8 +221,8 @@ def convert(entry: ModelEntry, precision: str, models_dir: Path, manifest: Manif
     import onnx
 
     if precision != "fp16":
-        raise UsageError(f"cannot convert to {precision!r}: only `render models convert "
-                         f"{entry.name} fp16` is supported")
+        raise UsageError(f"cannot convert to {precision!r}: `render models convert "
+                         f"{entry.name} fp16` or `... int8`")
     if entry.precision == "fp16":
         raise UsageError(f"model {entry.name} is already fp16: nothing to convert")
     try:

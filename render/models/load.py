@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import cv2
 
 from ..config import Config
+from ..cpu import int8_fast
 from ..errors import ConfigError, ModelError
 from ..faces.detect import CONTRACTS as DETECTOR_CONTRACTS, Detector
 from ..faces.embed import CONTRACTS as EMBEDDER_CONTRACTS, Embedder
@@ -28,7 +29,7 @@ from ..processors.spec import Processor, Step
 from ..sessions import LazySession, Preload, SessionFactory
 from ..threads import ThreadPolicy
 from .manifest import load_manifest
-from .needs import chain_steps, landmark_models, mask_models, required_models
+from .needs import chain_steps, fixed, landmark_models, mask_models, required_models
 from .store import ModelStore, default_stamp_dir
 
 
@@ -44,12 +45,26 @@ def model_store(cfg: Config) -> ModelStore:
     return ModelStore(cfg.models_dir, manifest, default_stamp_dir(cfg.cache_path))
 
 
+def auto_precision(manifest: Any, on_cpu: bool) -> Callable[[str, str], str]:
+    """A key's precision made concrete: ``auto`` is int8 where the models run on the CPU
+    provider of a CPU with VNNI and a gated int8 file exists for the model, else fp32."""
+    fast = on_cpu and int8_fast()
+
+    def precision(name: str, written: str) -> str:
+        if written != "auto":
+            return written
+        if fast and any(e.source == name and e.precision == "int8" for e in manifest):
+            return "int8"
+        return "fp32"
+    return precision
+
+
 def load_detector(cfg: Config, store: ModelStore, factory: SessionFactory,
                   entry: ModelEntry | None = None) -> tuple[ModelEntry, Detector]:
     """The face detector ``cfg`` names with ``detect.*`` settings; verified here unless its
     verified ``entry`` is given."""
     if entry is None:
-        key = (cfg.detect.model, "fp32")
+        key = (cfg.detect.model, fixed(cfg.detect.model, cfg.detect.precision))
         entry = store.verify_required([key])[key]
     _check_contract(entry, "detect.model", DETECTOR_CONTRACTS)
     lazy = factory.lazy(store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256)
@@ -184,8 +199,12 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     store = model_store(cfg)
     steps = chain_steps(cfg)
     kinds = [_step_processor(step, store.manifest) for step in steps]
-    resolved = store.verify_required(required_models(cfg, steps))   # before any frame is decoded
     factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
+    precision = auto_precision(store.manifest,
+                               factory.providers[0] == "CPUExecutionProvider")
+    steps = [dataclasses.replace(s, precision=precision(s.model, s.precision)) for s in steps]
+    required = required_models(cfg, steps, precision)
+    resolved = store.verify_required(required)                      # before any frame is decoded
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
                            on_cpu=lambda: models.on_cpu() if models is not None else
@@ -201,9 +220,8 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
                   ) -> ProcessorModel:
         return ProcessorModel(entry, store.path(entry), lazy(entry), cfg.cache_path, needs or {})
 
-    detector_entry, detector = load_detector(cfg, store, factory,
-                                             resolved[(cfg.detect.model, "fp32")])
-    embedder_entry = resolved[(cfg.embed.model, "fp32")]
+    detector_entry, detector = load_detector(cfg, store, factory, resolved[required[0]])
+    embedder_entry = resolved[required[1]]
     _check_contract(embedder_entry, "embed.model", EMBEDDER_CONTRACTS)
     processors: list[ChainProcessor] = []
     for step, (processor, key) in zip(steps, kinds):
@@ -223,7 +241,8 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
                           f"(enhance runs only with enhance.enabled=true)")
 
     def entry_for(key: str, name: str, allowed: frozenset[str]) -> ModelEntry:
-        entry = resolved[(name, "fp32")]
+        written = cfg.mask.precision if key.startswith("mask.") else cfg.landmark.precision
+        entry = resolved[(name, precision(name, written))]
         _check_contract(entry, key, allowed)
         return entry
 

@@ -40,6 +40,7 @@ import yaml
 
 import render
 from render.errors import ModelError
+from render.files import write_atomic
 from render.faces.align import TEMPLATES as ALIGN_TEMPLATES
 from render.faces.contracts import DETECTORS, EMBEDDERS
 from render.landmarks.registry import LANDMARKS
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 SHIPPED_MANIFEST = Path(render.__file__).resolve().parents[1] / "models" / "manifest.yaml"
 LOCAL_MANIFEST_NAME = "manifest.yaml"
 
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8")
 #: every contract a model may have: one union of the registries of the parts that drive them
 CONTRACTS: tuple[str, ...] = (*DETECTORS, *EMBEDDERS, *sorted(
     {*processor_registry.contracts(), *processor_registry.helper_contracts(),
@@ -64,7 +65,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _KEYS = {
     "file", "sha256", "size", "urls", "licence", "commercial_use", "contract", "template",
     "input_size", "precision", "variants", "confirmed", "source", "source_sha256", "converter",
-    "needs", "note",
+    "needs", "note", "fidelity", "calibration",
 }
 _REQUIRED = ("file", "sha256", "licence", "contract")
 
@@ -117,7 +118,8 @@ class Manifest:
         else a converted entry whose ``source`` is ``name`` with that precision.
         """
         if precision not in PRECISIONS:
-            raise ModelError(f"unknown precision {precision!r} for model {name}: use fp32 or fp16")
+            raise ModelError(f"unknown precision {precision!r} for model {name}: use "
+                             f"{', '.join(PRECISIONS)}")
         entry = self.get(name)
         if entry.precision == precision:
             return entry
@@ -133,9 +135,11 @@ class Manifest:
         for other in self._entries.values():
             if other.source == name and other.precision == precision:
                 return other
-        if precision == "fp16":
+        if precision in ("fp16", "int8"):
             raise ModelError(
-                f"model {name} has no fp16 file: run `render models convert {name} fp16`"
+                f"model {name} has no {precision} file: run `render models convert {name} "
+                f"{precision}`" + (" (calibrate=CLIP for your own faces)" if precision == "int8"
+                                   else "")
             )
         raise ModelError(
             f"model {name} has no {precision} file: use precision={entry.precision} "
@@ -204,11 +208,16 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
         raise _bad(path, name, "input_size", "must be a positive number of pixels or null")
     precision = raw.get("precision", "fp32")
     if precision not in PRECISIONS:
-        raise _bad(path, name, "precision", "must be fp32 or fp16")
+        raise _bad(path, name, "precision", f"must be one of {', '.join(PRECISIONS)}")
+    fidelity = raw.get("fidelity") or {}
+    if not isinstance(fidelity, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            for k, v in fidelity.items()):
+        raise _bad(path, name, "fidelity", "must map figure names to numbers")
     variants = raw.get("variants") or {}
     if not isinstance(variants, Mapping) or not all(
             k in PRECISIONS and isinstance(v, str) and v for k, v in variants.items()):
-        raise _bad(path, name, "variants", "must map fp32/fp16 to model names")
+        raise _bad(path, name, "variants", "must map precisions to model names")
     confirmed = raw.get("confirmed", True)
     if not isinstance(confirmed, bool):
         raise _bad(path, name, "confirmed", "must be true or false")
@@ -229,7 +238,8 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
         template=template, input_size=input_size, precision=precision,
         variants=dict(variants), confirmed=confirmed, source=string("source"),
         source_sha256=source_sha, converter=string("converter"), needs=tuple(needs),
-        note=string("note"), origin=path,
+        note=string("note"), origin=path, fidelity=dict(fidelity),
+        calibration=string("calibration"),
     )
 
 
@@ -304,11 +314,12 @@ def write_local_entries(models_dir: Path, entries: Iterable[ModelEntry]) -> Path
         data["models"] = dict(loaded.get("models") or {})
     for entry in entries:
         data["models"][entry.name] = entry.to_dict()
-    tmp = path.with_name(path.name + ".tmp")
     path.parent.mkdir(parents=True, exist_ok=True)
     header = ("# Local model manifest, layered over the shipped models/manifest.yaml.\n"
               "# Written by `render models convert`/`fetch from=`; you may add your own entries.\n")
-    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True),
-                   encoding="utf-8")
-    tmp.replace(path)
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise ModelError(f"cannot write the model manifest {path}: {exc.strerror}") from None
     return path

@@ -3,6 +3,7 @@ name, and every model a render with it loads (verified before any frame is decod
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from ..config import Config, load_config, profile_names
 from ..errors import ConfigError
@@ -50,14 +51,23 @@ def landmark_models(cfg: Config) -> dict[str, str]:
     return {}
 
 
-def required_models(cfg: Config, steps: list[Step] | None = None) -> list[tuple[str, str]]:
+def fixed(name: str, precision: str) -> str:
+    """A precision as written, ``auto`` read as fp32 (where nothing is known of the machine)."""
+    return "fp32" if precision == "auto" else precision
+
+
+def required_models(cfg: Config, steps: list[Step] | None = None,
+                    precision: Callable[[str, str], str] = fixed) -> list[tuple[str, str]]:
     """(manifest name, precision) of every model a render with ``cfg`` (and its chain
-    ``steps``, computed when not given) loads."""
+    ``steps``, computed when not given) loads; ``precision(name, written)`` makes each key's
+    precision concrete (``auto``)."""
     steps = chain_steps(cfg) if steps is None else steps
-    return [(cfg.detect.model, "fp32"), (cfg.embed.model, "fp32"),
-            *((s.model, s.precision) for s in steps if s.model),
-            *((name, "fp32") for _, name in mask_models(cfg)),
-            *((name, "fp32") for name in landmark_models(cfg).values())]
+    return [(cfg.detect.model, precision(cfg.detect.model, cfg.detect.precision)),
+            (cfg.embed.model, precision(cfg.embed.model, cfg.embed.precision)),
+            *((s.model, precision(s.model, s.precision)) for s in steps if s.model),
+            *((name, precision(name, cfg.mask.precision)) for _, name in mask_models(cfg)),
+            *((name, precision(name, cfg.landmark.precision))
+              for name in landmark_models(cfg).values())]
 
 
 def profile_models() -> dict[str, list[tuple[str, str]]]:
