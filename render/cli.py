@@ -23,7 +23,7 @@ log = logging.getLogger("render")
 USAGE = """\
 usage: render [--verbose | --debug] [key=value ...]
        render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
-                          | verify [dir=DIR] [NAME ...] | convert NAME fp16
+                          | verify [dir=DIR] [NAME ...] | convert NAME fp16|int8 [calibrate=CLIP]
        render verify REPORT [rerender=N]   check an output against its report
        render submit JOBFILE | key=value ...  queue a job (prints its id)
        render work [follow=true]      run the queued jobs under the device lock

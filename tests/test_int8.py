@@ -78,6 +78,23 @@ def test_the_swapper_passes_its_gate_and_a_render_uses_it(converted):
     assert rows["int8"]["cpu"]["vnni"] == int8_fast()
 
 
+@pytest.mark.parametrize("name,figure", [
+    ("hyperswap_1a_256", "mean_levels"), ("gfpgan_1.4", "p99_levels"),
+    ("arcface_w600k_r50", "min_cosine"), ("xseg_1", "agreement"),
+    ("bisenet_resnet_34", "agreement"), ("2dfan4", "mean_error_of_face")])
+def test_every_kind_of_model_is_calibrated_by_the_class_that_drives_it(converted, name, figure):
+    """An identity swapper, an enhancer, the embedder, both masks and the landmarker: each run
+    as a render runs it, each judged by its kind's figure (the SCRFD stand-in's boxes move under
+    int8: its gate fails, in one line, and it stays fp32)."""
+    tmp, models, clip, _ = converted
+    r = _convert(models, name, f"calibrate={clip.path}")
+    assert r.returncode == 0, r.stderr
+    assert figure in _entry(models, f"{name}_int8")["fidelity"]
+    r = _convert(models, "scrfd_2.5g", f"calibrate={clip.path}")
+    if r.returncode != 0:
+        assert "failed its fidelity gate" in r.stderr and "min_iou" in r.stderr, r.stderr
+
+
 def test_calibration_is_deterministic(converted, tmp_path):
     """The same clip gives the same scales: a second conversion elsewhere, the same bytes."""
     tmp, models, clip, _ = converted

@@ -173,6 +173,17 @@ def test_image_metadata(image):
     assert "verified" not in status["inswapper_128"] and "verified" not in status["gfpgan_1.4"], listing
 
 
+def test_the_cpu_image_has_what_int8_conversion_needs(image):
+    """render models convert NAME int8 runs in the CPU image: ONNX Runtime's quantiser and the
+    built-in calibration faces (scikit-image's data) are there."""
+    probe = ("import onnxruntime.quantization as q; from render.models.calibration import "
+             "builtin_frames; print(len(builtin_frames()), q.QuantFormat.QDQ.name)")
+    said = dockerlib.client(60).containers.run(
+        dockerlib.TEST_IMAGE, ["-c", probe], entrypoint=["/opt/render/venv/bin/python"],
+        remove=True, network_mode="none").decode().split()
+    assert said == ["12", "QDQ"], said
+
+
 def _diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2)
 
