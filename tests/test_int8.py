@@ -5,7 +5,6 @@ any schedule. Stand-ins have random weights: these tests prove the plumbing and 
 the fidelity of real weights on real faces (bench/RESULTS.md and docs/models.md say so)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import resource
 import signal
@@ -175,8 +174,9 @@ def test_bad_inputs_are_one_line_and_leave_the_models_folder_as_it_was(converted
 
 
 def test_int8_bytes_are_the_same_on_any_schedule(converted):
-    """Segments one at a time on one lane, two at once on two lanes, or two shards assembled:
-    the same bytes (the same output name in each folder: the mark signs the name)."""
+    """Segments one at a time on one lane, two at once on two lanes, two shards assembled, or a
+    render resumed from half its segments: the same bytes (the same output name in each folder:
+    the mark signs the name)."""
     tmp, models, clip, _ = converted
     sums = []
 
@@ -194,6 +194,12 @@ def test_int8_bytes_are_the_same_on_any_schedule(converted):
     render("sharded", "shard=1/2")
     render("sharded", "shard=0/2")
     sums.append(sha256_file(render("sharded", "shard.count=2", command=("assemble",))))
+    render("resumed", "shard=0/2")          # half the segments committed, then the whole render
+    resumed = render("resumed")
+    states = [seg["state"] for seg in json.loads(Path(f"{resumed}.report.json").read_text())[
+        "segments"]]
+    assert "resumed" in states and "rendered" in states, states
+    sums.append(sha256_file(resumed))
     assert len(set(sums)) == 1, sums
 
 
