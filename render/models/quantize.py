@@ -156,12 +156,12 @@ def convert_int8(entry: ModelEntry, models_dir: Path, manifest: Manifest, store:
     where = (f"{calibrate.name} (sha256 {hash_file(calibrate)[:16]}…)" if calibrate is not None
              else "the built-in faces (scikit-image data)")
     mat = material(frames, find, where)
-    needs = {n: ProcessorModel(manifest.get(n), store.verify(manifest.get(n)),
-                               Session(store.verify(manifest.get(n))), cache_dir)
-             for n in entry.needs}
+    needs = {n: ProcessorModel(manifest.get(n), path, Session(path), cache_dir)
+             for n in entry.needs for path in (store.verify(manifest.get(n)),)}
     part = part_for(entry, src, mat, embedder=Embedder(Session(store.verify(embedder))),
                     needs=needs, cache_dir=cache_dir)
-    recording = Recording(Session(src))
+    fp32 = Session(src)
+    recording = Recording(fp32)
     part.run(recording, False, mat)
     if not recording.feeds:
         raise UsageError(f"int8 calibration of {entry.name} fed the model nothing: give "
@@ -173,7 +173,7 @@ def convert_int8(entry: ModelEntry, models_dir: Path, manifest: Manifest, store:
         meta = dict(part.meta)
         if "sides" in meta:
             meta["sides"] = mat.split(meta["sides"])[1]
-        figures = judge(part.kind, part.run(Session(src), True, mat),
+        figures = judge(part.kind, part.run(fp32, True, mat),
                         part.run(Session(tmp), True, mat), meta)
         failed = passes(part.kind, figures)
         if failed is not None:
