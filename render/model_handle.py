@@ -54,6 +54,9 @@ class ModelEntry:
     #: an int8 model's fidelity gate figures (render.models.quantize) and what it was calibrated on
     fidelity: Mapping[str, float] = field(default_factory=dict)
     calibration: str | None = None
+    #: what its contract leaves to each model (a frame enhancer's scale and tiles, a matting
+    #: model's normalisation): names and values as the contract's driver reads them
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def __hash__(self) -> int:  # variants is a dict: hash on the identity that matters
         return hash((self.name, self.file, self.sha256, self.precision))
@@ -77,6 +80,8 @@ class ModelEntry:
                 out[key] = getattr(self, key)
         if self.fidelity:
             out["fidelity"] = dict(self.fidelity)
+        if self.params:
+            out["params"] = dict(self.params)
         return out
 
 

@@ -84,7 +84,7 @@ def _type(key: Key) -> str:
     if get_origin(t) is tuple:
         return "list of " + (", ".join(m["choices"]) if m["choices"] else "strings")
     if m["choices"]:
-        return "one of " + ", ".join(m["choices"])
+        return "one of " + ", ".join(map(str, m["choices"]))
     name = {int: "integer", float: "number", bool: "boolean", str: "string"}[t]
     lo, hi = m["min"], m["max"]
     if lo is not None and hi is not None:

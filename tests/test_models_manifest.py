@@ -21,6 +21,9 @@ PINNED = {
 } | (SWAPPERS := {"hyperswap_1a_256", "hyperswap_1b_256", "hyperswap_1c_256",
                   "simswap_unofficial_512", "crossface_simswap", "uniface_256"}) \
     | (ENHANCERS := {"gpen_bfr_1024", "gpen_bfr_2048", "restoreformer_plus_plus"})
+#: the whole-frame processors' models: FaceFusion publishes a CRC32 only, so no pin ships
+FRAME_MODELS = {n for n, e in yaml.safe_load(SHIPPED_MANIFEST.read_text())["models"].items()
+                if e["contract"].startswith(("frame-", "colourizer-", "matting"))}
 NON_COMMERCIAL = {"inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g",
                   "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
                   *(SWAPPERS - {"crossface_simswap"}), "gpen_bfr_1024", "gpen_bfr_2048"}
@@ -45,9 +48,16 @@ def write_manifest(path: Path, models: dict) -> Path:
 # ----------------------------------------------------------------------------- shipped manifest
 def test_shipped_manifest_pins_every_model(tmp_path):
     m = load_manifest(tmp_path)
-    assert SHIPPED_MANIFEST.is_file() and set(m.names()) == PINNED
+    assert SHIPPED_MANIFEST.is_file() and set(m.names()) == PINNED | FRAME_MODELS
+    assert len(FRAME_MODELS) == 19 + 5 + 15
     for e in m:
-        assert len(e.sha256) == 64 and e.size and e.licence and len(e.urls) == 2
+        assert len(e.urls) == 2 and e.licence
+        if e.name in FRAME_MODELS:      # pinned at the first fetch
+            assert e.sha256 == "" and e.size is None and not e.confirmed
+            assert e.commercial_use == ("non-commercial" not in e.licence), e.name
+            assert e.urls[0].endswith(f"/{e.file}") and "facefusion-assets" in e.urls[0]
+            continue
+        assert len(e.sha256) == 64 and e.size
         assert all(u.startswith("https://") for u in e.urls)
         assert e.commercial_use == (e.name not in NON_COMMERCIAL), e.name
         assert e.confirmed == (e.name not in UNCONFIRMED), e.name

@@ -39,7 +39,7 @@ def _describe(key: Key) -> str:
         base = "a list of " + ("|".join(m["choices"]) if m["choices"] else "strings")
         return base
     if m["choices"]:
-        return "one of " + ", ".join(m["choices"])
+        return "one of " + ", ".join(map(str, m["choices"]))
     name = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[t]
     parts = [name]
     if m["min"] is not None and m["max"] is not None:
@@ -111,6 +111,8 @@ def coerce(key: Key, value: Any, where: str) -> Any:
         if m["choices"] and value not in m["choices"]:
             raise bad()
         return value
+    if m["choices"] and value not in m["choices"]:
+        raise bad()
     if m["min"] is not None and value < m["min"]:
         raise bad()
     if m["max"] is not None and value > m["max"]:

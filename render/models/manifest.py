@@ -11,7 +11,8 @@ Format (``version: 1``)::
     models:
       NAME:
         file: NAME.onnx            # plain file name inside the models folder
-        sha256: <64 hex>           # required, also for user models
+        sha256: <64 hex>           # required, also for user models; null only with
+                                   # confirmed: false (pinned at the first fetch)
         size: 123                  # bytes, optional
         urls: [primary, mirror]    # optional; empty for local/user/converted models
         licence: "MIT"
@@ -26,6 +27,7 @@ Format (``version: 1``)::
         source_sha256: <64 hex>
         converter: "onnxconverter-common 1.16.0"
         needs: [OTHER]             # models it cannot run without (simswap: its crossface converter)
+        params: {scale: 2}         # what the contract leaves to the model (docs/models.md)
         note: free text
 """
 from __future__ import annotations
@@ -65,9 +67,9 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _KEYS = {
     "file", "sha256", "size", "urls", "licence", "commercial_use", "contract", "template",
     "input_size", "precision", "variants", "confirmed", "source", "source_sha256", "converter",
-    "needs", "note", "fidelity", "calibration",
+    "needs", "note", "fidelity", "calibration", "params",
 }
-_REQUIRED = ("file", "sha256", "licence", "contract")
+_REQUIRED = ("file", "licence", "contract")
 
 
 def nearest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
@@ -178,8 +180,13 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
     assert file is not None
     if "/" in file or "\\" in file or file in (".", "..") or file.startswith("."):
         raise _bad(path, name, "file", "must be a plain file name inside the models folder")
-    sha = str(raw["sha256"]).strip().lower()
-    if not _SHA_RE.match(sha):
+    if raw.get("sha256") is None and raw.get("confirmed") is False:
+        sha = ""        # FaceFusion publishes only a CRC32: pinned when first fetched
+    elif raw.get("sha256") in (None, ""):
+        raise _bad(path, name, "sha256", "is required (null only with confirmed: false)")
+    else:
+        sha = str(raw["sha256"]).strip().lower()
+    if sha and not _SHA_RE.match(sha):
         raise _bad(path, name, "sha256", "must be 64 hex digits (the file's SHA-256)")
     size = raw.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
@@ -227,6 +234,10 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
     if not isinstance(needs, list) or not all(isinstance(n, str) and _NAME_RE.match(n)
                                               for n in needs):
         raise _bad(path, name, "needs", "must be a list of model names")
+    params = raw.get("params") or {}
+    if not isinstance(params, Mapping) or not all(
+            isinstance(k, str) and _param(v) for k, v in params.items()):
+        raise _bad(path, name, "params", "must map names to numbers, strings or lists of numbers")
     source_sha = raw.get("source_sha256")
     if source_sha is not None:
         source_sha = str(source_sha).strip().lower()
@@ -239,8 +250,16 @@ def _entry(path: Path, name: str, raw: Any) -> ModelEntry:
         variants=dict(variants), confirmed=confirmed, source=string("source"),
         source_sha256=source_sha, converter=string("converter"), needs=tuple(needs),
         note=string("note"), origin=path, fidelity=dict(fidelity),
-        calibration=string("calibration"),
+        calibration=string("calibration"), params=dict(params),
     )
+
+
+def _param(value: Any) -> bool:
+    """A contract parameter's value: a number, a string or a list of numbers."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return number(value) or isinstance(value, str) or (
+        isinstance(value, list) and all(number(v) for v in value))
 
 
 def read_manifest_file(path: Path) -> dict[str, ModelEntry]:

@@ -10,11 +10,12 @@ from importlib.metadata import entry_points
 
 from ..errors import ConfigError
 from ..model_handle import load_class
-from . import enhance, swap
+from . import background, colourize, enhance, frame_enhance, swap
 from .spec import Processor
 
 #: the processors that ship, in the order their sections are listed
-BUILT_IN: tuple[Processor, ...] = (swap.PROCESSOR, enhance.PROCESSOR)
+BUILT_IN: tuple[Processor, ...] = (swap.PROCESSOR, enhance.PROCESSOR, colourize.PROCESSOR,
+                                   background.PROCESSOR, frame_enhance.PROCESSOR)
 #: the entry-point group of plug-in processors: ``name = package.module:DECLARATION``
 PLUGINS = "render.processors"
 
