@@ -14,11 +14,33 @@ from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
 #: encoder threads when ``encode.threads=0``: pinned, because x264/x265/vpx output depends on the
 #: thread count, and the bytes must not depend on the machine's cores
 PINNED_ENCODE_THREADS = 4
+#: libvpx-vp9: row-based multithreading with fixed tile columns, so the bitstream does not depend
+#: on the thread count; cpu-used 4 keeps the speed near x264's 'medium'
+_VP9_EXTRA = ("-row-mt", "1", "-tile-columns", "2", "-cpu-used", "4")
 
 
 def _vp9_crf(x264_crf: int) -> int:
     """libvpx-vp9's crf (0-63) of about the quality of an x264 crf (0-51)."""
     return max(0, min(63, round(x264_crf * 1.5)))
+
+
+def _alpha_settings(cfg: Config, output: Path) -> ffargs.EncodeSettings:
+    """VP9 with alpha (webm) or ProRes 4444 (mov): the codec is the format's; crf and preset
+    carry over to VP9 as for any webm, ProRes takes neither."""
+    codec, opts, pix_fmt = ffargs.ALPHA_FORMATS[Path(ffargs.final_path(output)).suffix.lower()]
+    enc = cfg.encode
+    if "encode.codec" in cfg.explicit and enc.codec != codec:
+        raise UsageError(f"encode.codec={enc.codec}: the matte goes into {output.suffix} files as "
+                         f"alpha only with {codec} (leave encode.codec out, or set "
+                         f"background.output=fill)")
+    threads = enc.threads or PINNED_ENCODE_THREADS
+    if codec == "prores_ks":
+        return ffargs.EncodeSettings(codec=codec, crf=None, preset=None, pix_fmt=pix_fmt,
+                                     extra=opts, threads=threads)
+    crf = enc.crf if "encode.crf" in cfg.explicit else _vp9_crf(enc.crf)
+    preset = enc.preset if "encode.preset" in cfg.explicit else "good"
+    return ffargs.EncodeSettings(codec=codec, crf=crf, preset=preset, pix_fmt=pix_fmt,
+                                 extra=(*opts, *_VP9_EXTRA), threads=threads)
 
 
 def _check_preset(codec: str, preset: str | None) -> None:
@@ -28,13 +50,15 @@ def _check_preset(codec: str, preset: str | None) -> None:
                          f"{', '.join(known)})")
 
 
-def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = None
-                    ) -> tuple[ffargs.EncodeSettings, str]:
+def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = None,
+                    alpha: bool = False) -> tuple[ffargs.EncodeSettings, str]:
     """The encoder for ``output``'s container: the profile's codec where the container takes it;
     for a container that cannot hold the profile's codec (x264 in WebM) the container's own
     default; a codec the user forced on the command line that the container cannot hold is an
-    error before any work."""
+    error before any work. With ``alpha`` the format's encoder that keeps an alpha channel."""
     _, family = ffargs.output_format(output)
+    if alpha:
+        return _alpha_settings(cfg, output), family
     legal = CODECS[family]
     enc = cfg.encode
     codec, crf, preset = enc.codec, enc.crf, enc.preset
@@ -52,11 +76,7 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
             crf = _vp9_crf(enc.crf)
         if codec == "libvpx-vp9" and "encode.preset" not in cfg.explicit:
             preset = "good"
-    extra: tuple[str, ...] = ()
-    if codec == "libvpx-vp9":
-        # row-based multithreading with fixed tile columns: the bitstream does not depend on the
-        # thread count; cpu-used 4 keeps the speed near x264's 'medium'
-        extra = ("-row-mt", "1", "-tile-columns", "2", "-cpu-used", "4")
+    extra: tuple[str, ...] = _VP9_EXTRA if codec == "libvpx-vp9" else ()
     threads = enc.threads or PINNED_ENCODE_THREADS
     return ffargs.EncodeSettings(codec=codec, crf=crf, preset=preset, pix_fmt=enc.pix_fmt,
                                  extra=extra, threads=threads), family

@@ -268,7 +268,8 @@ class Executor:
         stage.segment(start=seg.start, preroll=seg.preroll, frames=seg.frames)
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
-                FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}") as writer:
+                FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}",
+                            channels=4 if plan.alpha else 3) as writer:
             prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer), check)
             frames = stream(reader, writer.write, prepare,
                             frames_in_flight=frames_in_flight, times=seg_times,
@@ -342,7 +343,7 @@ class Executor:
         with AtomicOutput(plan.output) as out:
             encode = list(seg.encode[:-1]) + [out.tmp_path]
             with FrameReader(seg.decode, plan.width, plan.height) as reader, \
-                    FrameWriter(encode, out.tmp_path) as writer:
+                    FrameWriter(encode, out.tmp_path, channels=4 if plan.alpha else 3) as writer:
                 frames = stream(reader, writer.write, self._stoppable(stage.process),
                                 frames_in_flight=self.frames_in_flight, times=times,
                                 progress=_Frames(None, self.hooks.progress, 0, 1))

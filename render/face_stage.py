@@ -33,7 +33,7 @@ from .masks.build import step_masks
 from .model_handle import run_batched
 from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, timed
-from .processors.base import FaceProcessor, FrameProcessor, Source
+from .processors.base import FaceProcessor, FrameProcessor, FramesFn, Source
 from .source_face import SourceFaces
 
 
@@ -51,6 +51,19 @@ class ChainStep:
     #: the (before, after) masks for crops of another side (a processor choosing its side per
     #: face)
     masks_for: Callable[[int], tuple[Sequence[PasteMask], Sequence[PasteMask]]] | None = None
+
+
+@dataclass(frozen=True)
+class FrameStep:
+    """One frame processor as the stage runs it: the processor (its ``name``) and its call bound
+    to this render's output (whether it carries a matte as alpha)."""
+
+    processor: FrameProcessor
+    run: FramesFn
+
+    @property
+    def name(self) -> str:
+        return self.processor.name
 
 
 @dataclass
@@ -78,7 +91,7 @@ class FaceStage:
     """
 
     def __init__(self, *, detector: Detector, select: Callable[[np.ndarray, list[Face]], list[Face]],
-                 chain: Sequence[ChainStep | FrameProcessor], batch_size: int = 1,
+                 chain: Sequence[ChainStep | FrameStep], batch_size: int = 1,
                  detect_every: int = 1,
                  times: StageTimes | None = None, tracks: Tracking | None = None,
                  debug: FaceDebug | None = None,
@@ -276,7 +289,7 @@ class FaceStage:
 
     @property
     def _frame_steps(self) -> bool:
-        return any(isinstance(s, FrameProcessor) for s in self.chain)
+        return any(isinstance(s, FrameStep) for s in self.chain)
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
              colours: list | None = None) -> None:
@@ -292,13 +305,18 @@ class FaceStage:
             identities = timed(self.times, "embed", lambda: np.stack(
                 [self.embed(frames[i], face) for i, face in faces]))
         for step in self.chain:
-            if isinstance(step, FrameProcessor):
+            if isinstance(step, FrameStep):
                 faces = self._frames(frames, faces, step)
+            elif faces and frames[0].shape[2] == 4:     # a matte made earlier: faces on the BGR
+                colour = [np.ascontiguousarray(f[..., :3]) for f in frames]
+                self._apply(colour, faces, step, identities, colours)
+                for frame, bgr in zip(frames, colour):
+                    frame[..., :3] = bgr
             elif faces:
                 self._apply(frames, faces, step, identities, colours)
 
     def _frames(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
-                step: FrameProcessor) -> list[tuple[int, Face]]:
+                step: FrameStep) -> list[tuple[int, Face]]:
         """Run a frame step over ``frames`` (the list's items replaced in place, so whoever
         holds it writes the new frames); the faces move with the frames to their new size."""
         height, width = frames[0].shape[:2]
@@ -318,9 +336,10 @@ def scale_face(face: Face, sx: float, sy: float) -> Face:
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
-                     times: StageTimes) -> FaceStage:
+                     times: StageTimes, alpha: bool = False) -> FaceStage:
     """The face stage of a render of ``source``'s face with ``cfg``: the selection its
-    ``select.*`` asks for and the chain bound to the source face."""
+    ``select.*`` asks for and the chain bound to the source face (and, for a step that makes a
+    matte, to whether the output carries it as ``alpha``)."""
     t0 = time.perf_counter()
     embedding = faces.source(source)
     select_cfg = cfg.select
@@ -353,7 +372,8 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
         return ChainStep(p, p.bind(given), *masks_for(p.size), masks_for=masks_for)
 
     given = Source(embedding, lambda: faces.face(source))
-    chain = [chain_step(p) if isinstance(p, FaceProcessor) else p for p in models.processors]
+    chain = [chain_step(p) if isinstance(p, FaceProcessor) else FrameStep(p, p.bind(alpha))
+             for p in models.processors]
     stab = cfg.stabilize
     tracks = None
     if stab.enabled:

@@ -77,10 +77,14 @@ class Planner:
         metadata: list[tuple[str, str]] = []
         if self.cfg.marked and not info.is_image:
             metadata = marking.metadata_pairs(__version__, output_format(output)[1])
+        matte = self.models.matte_step()
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
                            legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware(),
-                           resize=self.models.output_size)
+                           resize=self.models.output_size,
+                           matte=matte.matte if matte is not None else "")
+        if matte is not None:
+            log.warning("%s", matte.describe_matte(plan.alpha))
         return plan, info
 
     def hardware(self) -> dict[str, bool]:

@@ -95,7 +95,7 @@ class Renderer:
                       inputs_unchanged=lambda: self.hashes.check_unchanged(job.target),
                       already_done=lambda: self.up_to_date(job))
         return Executor(plan, lambda times: build_face_stage(self.cfg, self.models, self.faces,
-                                                             job.source, times),
+                                                             job.source, times, plan.alpha),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
                         preload=self.models.preload,

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .audio_args import audio_plan, audio_span
-from .formats import SEGMENT_MUXERS, final_path, is_image_path, output_format
+from .formats import (ALPHA_FORMATS, SEGMENT_MUXERS, final_path, is_image_path, output_format,
+                      segment_muxer)
 from .probe import AudioStream, MediaInfo, probe
 from .reader import FrameReader, reap
 from .segment_args import (
@@ -20,6 +21,7 @@ from .video_args import EncodeSettings, decode_args, decoded_size, encode_args, 
 from .writer import AtomicOutput, FrameWriter, ensure_output_dir
 
 __all__ = [
+    "ALPHA_FORMATS",
     "AtomicOutput",
     "AudioStream",
     "EncodeSettings",
@@ -45,6 +47,7 @@ __all__ = [
     "probe",
     "reap",
     "retime_args",
+    "segment_muxer",
     "segment_decode_args",
     "segment_encode_args",
     "timestamps_file",

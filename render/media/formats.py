@@ -48,6 +48,14 @@ IMAGE_FORMATS = {
     ".jpeg": ("mjpeg", ("-q:v", "2"), "yuvj444p"),
     ".webp": ("libwebp", ("-quality", "95"), "yuv420p"),
 }
+#: the outputs that carry an alpha channel (a background remover's matte): final extension ->
+#: (encoder, options, output pix_fmt)
+ALPHA_FORMATS = {
+    ".png": ("png", (), "rgba"),
+    ".webp": ("libwebp", ("-quality", "95"), "yuva420p"),
+    ".webm": ("libvpx-vp9", (), "yuva420p"),
+    ".mov": ("prores_ks", ("-profile:v", "4444"), "yuva444p10le"),
+}
 #: Extensions an output may have.
 OUTPUT_EXTS = frozenset(VIDEO_FORMATS) | frozenset(IMAGE_FORMATS)
 
@@ -55,6 +63,19 @@ OUTPUT_EXTS = frozenset(VIDEO_FORMATS) | frozenset(IMAGE_FORMATS)
 #: concat demuxer stream-copies them without a timestamp change (mp4 keeps the exact time base)
 SEGMENT_MUXERS = {"mp4": ("mp4", ".mp4"), "mov": ("mp4", ".mp4"), "mkv": ("matroska", ".mkv"),
                   "webm": ("matroska", ".mkv")}
+
+
+def segment_muxer(family: str, codec: str) -> tuple[str, str]:
+    """(muxer, extension) of the committed segments of an output of ``family`` encoded with
+    ``codec``: ProRes goes into mov only."""
+    if codec == "prores_ks":
+        return "mov", ".mov"
+    return SEGMENT_MUXERS[family]
+
+
+def has_alpha(pix_fmt: str) -> bool:
+    """Whether frames of ``pix_fmt`` carry an alpha channel (raw frames in are then bgra)."""
+    return pix_fmt.startswith(("yuva", "rgba", "bgra", "argb", "abgr", "gbrap", "ya"))
 
 # ----------------------------------------------------------------------------------------------
 # video codecs

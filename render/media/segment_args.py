@@ -11,7 +11,7 @@ from render.errors import UsageError
 
 from .argv import BASE, BITEXACT, SWS_FLAGS, fmt_time, fps_mode
 from .audio_args import audio_args
-from .formats import SEGMENT_MUXERS, output_format
+from .formats import has_alpha, output_format, segment_muxer
 from .probe import MediaInfo
 from .video_args import (EncodeSettings, decoded_size, output_args, raw_input_args,
                          video_encode_args)
@@ -69,8 +69,8 @@ def segment_encode_args(info: MediaInfo, out_path: str | os.PathLike, *, family:
     """ffmpeg argv: raw bgr24 frames on stdin → one video-only segment at ``out_path`` (the LAST
     argument; the muxer is given with ``-f``, so the file may have any temp name). Each segment is
     its own encode: it starts on a keyframe and its GOPs are closed."""
-    muxer, _ = SEGMENT_MUXERS[family]
-    argv = list(BASE) + ["-y"] + raw_input_args(width, height, fps)
+    muxer, _ = segment_muxer(family, video.codec)
+    argv = list(BASE) + ["-y"] + raw_input_args(width, height, fps, has_alpha(video.pix_fmt))
     argv += ["-map", "0:v:0", *SWS_FLAGS]
     argv += video_encode_args(info, width, height, video, family, legacy_vsync)
     if video.codec in ("libx264", "libx265"):

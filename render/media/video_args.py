@@ -13,7 +13,7 @@ from render.errors import MediaError, UsageError
 
 from .argv import BASE, BITEXACT, SWS_FLAGS, check_trim, fps_mode, trim_input_opts
 from .audio_args import audio_args
-from .formats import IMAGE_FORMATS, final_ext, final_path, output_format
+from .formats import ALPHA_FORMATS, IMAGE_FORMATS, final_ext, final_path, has_alpha, output_format
 from .probe import MediaInfo
 
 log = logging.getLogger(__name__)
@@ -158,8 +158,9 @@ def _color_args(info: MediaInfo, pix_fmt: str) -> tuple[list[str], list[str]]:
     return filters, opts
 
 
-def raw_input_args(width: int, height: int, fps: Fraction) -> list[str]:
-    """Input 0 of an encode: raw bgr24 frames of ``width`` x ``height`` on stdin."""
+def raw_input_args(width: int, height: int, fps: Fraction, alpha: bool = False) -> list[str]:
+    """Input 0 of an encode: raw bgr24 frames (bgra with ``alpha``) of ``width`` x ``height`` on
+    stdin."""
     if width <= 0 or height <= 0:
         raise UsageError(f"invalid frame size {width}x{height}")
     fps = Fraction(fps)
@@ -167,8 +168,8 @@ def raw_input_args(width: int, height: int, fps: Fraction) -> list[str]:
         raise UsageError(f"invalid frame rate {fps}")
     # an input read on its own thread queues 8 packets (raw frames) by default; the renderer's
     # own frames in flight already keep the encoder fed
-    return ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
-            "-framerate", str(fps), "-thread_queue_size", str(RAW_INPUT_QUEUE), "-i", "pipe:0"]
+    return ["-f", "rawvideo", "-pix_fmt", "bgra" if alpha else "bgr24",
+            "-video_size", f"{width}x{height}", "-framerate", str(fps), "-thread_queue_size", str(RAW_INPUT_QUEUE), "-i", "pipe:0"]
 
 
 def video_encode_args(info: MediaInfo, width: int, height: int, video: EncodeSettings, family: str,
@@ -214,7 +215,7 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
     """
     final = final_name if final_name is not None else out_path
     muxer, family = output_format(final)
-    argv = list(BASE) + ["-y"] + raw_input_args(width, height, fps)
+    argv = list(BASE) + ["-y"] + raw_input_args(width, height, fps, has_alpha(video.pix_fmt))
     audio = audio_args(info, final, trim, 1)
     argv += audio.inputs
     argv += ["-map", "0:v:0", *SWS_FLAGS] + audio.maps
@@ -237,11 +238,13 @@ def output_args(info: MediaInfo, metadata: Sequence[tuple[str, str]], muxer: str
     return argv + ["-f", muxer, os.fspath(out_path)]
 
 
-def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -> list[str]:
-    """ffmpeg argv: one raw bgr24 frame on stdin -> a png/jpg/webp image at ``out_path``."""
+def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int,
+                      alpha: bool = False) -> list[str]:
+    """ffmpeg argv: one raw bgr24 frame (bgra with ``alpha``: png and webp keep it) on stdin ->
+    a png/jpg/webp image at ``out_path``."""
     ext = final_ext(out_path)
     try:
-        codec, opts, pix_fmt = IMAGE_FORMATS[ext]
+        codec, opts, pix_fmt = (ALPHA_FORMATS if alpha else IMAGE_FORMATS)[ext]
     except KeyError:
         known = ", ".join(sorted(IMAGE_FORMATS))
         raise MediaError(
@@ -250,8 +253,8 @@ def image_encode_args(out_path: str | os.PathLike, *, width: int, height: int) -
     if width <= 0 or height <= 0:
         raise UsageError(f"invalid frame size {width}x{height}")
     argv = list(BASE) + ["-y"]
-    argv += ["-f", "rawvideo", "-pix_fmt", "bgr24", "-video_size", f"{width}x{height}",
-             "-framerate", "1", "-i", "pipe:0"]
+    argv += ["-f", "rawvideo", "-pix_fmt", "bgra" if alpha else "bgr24",
+             "-video_size", f"{width}x{height}", "-framerate", "1", "-i", "pipe:0"]
     argv += ["-map", "0:v:0", "-frames:v", "1", "-c:v", codec, *opts, "-pix_fmt", pix_fmt]
     argv += ["-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact"]
     argv += ["-update", "1", "-f", "image2", os.fspath(out_path)]

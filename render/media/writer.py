@@ -97,18 +97,19 @@ class AtomicOutput:
 class FrameWriter:
     """Feed frames to an ffmpeg encoder's stdin (``encode_args`` / ``image_encode_args``).
 
-    ``write(frame)``: (h, w, 3) uint8 bgr. A dead encoder (BrokenPipe) raises RenderFailed with its
+    ``write(frame)``: (h, w, 3) uint8 bgr, or (h, w, 4) bgra with ``channels=4``. A dead encoder (BrokenPipe) raises RenderFailed with its
     last meaningful stderr line. ``close()`` ends the input, waits for the encoder and checks its
     exit status. ``abort()`` kills and reaps it and removes ``tmp_path``. As a context manager it
     closes on success and aborts on any exception (KeyboardInterrupt included).
     """
 
     def __init__(self, argv: Sequence[str], tmp_path: str | os.PathLike, *, width: int | None = None,
-                 height: int | None = None, name: str | None = None) -> None:
+                 height: int | None = None, name: str | None = None, channels: int = 3) -> None:
         self.argv = [str(a) for a in argv]
         self.tmp_path = os.fspath(tmp_path)
         self.name = name or self.tmp_path
-        self.frame_shape = (int(height), int(width), 3) if width and height else None
+        self.channels = channels
+        self.frame_shape = (int(height), int(width), channels) if width and height else None
         self.frames_written = 0
         self._done = False
         self.proc, self._stderr = spawn(self.argv, "encoder", self.tmp_path,
@@ -135,8 +136,9 @@ class FrameWriter:
     def write(self, frame: np.ndarray) -> None:
         if self._done:
             raise RenderFailed(f"encoder for {self.name} is already closed")
-        if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-            raise ValueError(f"expected an (h, w, 3) uint8 frame, got {frame.shape} {frame.dtype}")
+        if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != self.channels:
+            raise ValueError(f"expected an (h, w, {self.channels}) uint8 frame, got {frame.shape} "
+                             f"{frame.dtype}")
         if self.frame_shape is not None and frame.shape != self.frame_shape:
             raise ValueError(f"expected a frame of shape {self.frame_shape}, got {frame.shape}")
         if not frame.flags.c_contiguous:

@@ -6,21 +6,28 @@
   (``mask_padding``, ``mask_result``), its colour match (``colour_crop``) and its ``opacity``.
   What it takes of the source it asks for itself, in :meth:`FaceProcessor.bind`.
 - :class:`FrameProcessor` — whole frames in, whole frames out, possibly at a new size
-  (:meth:`FrameProcessor.output_size`).
+  (:meth:`FrameProcessor.output_size`). Frames are BGR, or BGRA once a step has made a matte
+  that the output carries as its alpha channel (``matte``; the plan decides, :meth:`bind` is
+  told); every frame step takes both and keeps the alpha.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..model_handle import ProcessorModel, Session, accepts_batch
 from .spec import Step
 
+if TYPE_CHECKING:
+    from ..memory import StrategySettings
+
 #: crops in, crops out: (N, size, size, 3) BGR uint8 both (a step that takes the target faces'
 #: identities gets them as a second argument)
 CropsFn = Callable[..., np.ndarray]
+#: frames in, frames out, in order: BGR or BGRA uint8
+FramesFn = Callable[[list[np.ndarray]], list[np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,10 @@ class Source:
 class ChainProcessor:
     """What both kinds share: the step it runs, its model (None for a processor without one)
     and its report row."""
+
+    #: the render's memory strategy, set by the loader (None outside a render): what a processor
+    #: may size its calls by; never what changes the output's bytes (it is not in the job key)
+    memory: StrategySettings | None = None
 
     def __init__(self, step: Step, model: ProcessorModel | None) -> None:
         self.step = step
@@ -105,13 +116,29 @@ class FaceProcessor(ChainProcessor):
 
 
 class FrameProcessor(ChainProcessor):
-    """Base of the frame processors: a subclass implements :meth:`run` and, when it changes the
-    frame's size, :meth:`output_size`."""
+    """Base of the frame processors: a subclass implements :meth:`run` (or :meth:`bind`) and,
+    when it changes the frame's size, :meth:`output_size`."""
+
+    #: "" for a step that makes no matte; a step that does says where it wants it to go: "auto"
+    #: (the output's alpha channel where its format carries one, else laid over a fill),
+    #: "alpha" (the alpha channel or a usage error), "fill" (always the fill)
+    matte = ""
 
     def output_size(self, width: int, height: int) -> tuple[int, int]:
         """The size of its frames out for frames of ``width`` × ``height`` in."""
         return width, height
 
+    def describe_matte(self, alpha: bool) -> str:
+        """What becomes of its matte in an output that does (``alpha``) or does not carry it:
+        the line the render logs."""
+        return ""
+
+    def bind(self, alpha: bool) -> FramesFn:
+        """The call for one render: ``alpha`` — the output carries the matte as its alpha
+        channel (only for a step with a ``matte``)."""
+        return self.run
+
     def run(self, frames: list[np.ndarray]) -> list[np.ndarray]:
-        """BGR uint8 frames in, BGR uint8 frames of :meth:`output_size` out, in order."""
-        raise NotImplementedError(f"{type(self).__name__} implements no run")
+        """BGR or BGRA uint8 frames in, frames of :meth:`output_size` out (the alpha kept), in
+        order."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")
