@@ -258,3 +258,28 @@ def test_alpha_bytes_are_the_same_on_any_schedule(matting, standin_models):
     sums.append(sha256_file(resumed))
     assert len(set(sums)) == 1, sums
     assert _decode(resumed, ["-c:v", "libvpx-vp9"])[..., 3].std() > 10     # the alpha is there
+
+
+def test_a_background_picture_and_its_bytes_are_in_the_job_key(matting, standin_models):
+    """Laid over a picture in MP4: far from the person the picture shows; another picture of
+    the same name gives another job key (its bytes decide the output)."""
+    tmp, overlay = matting
+    picture = tmp / "beach.png"
+    cv2.imwrite(str(picture), np.full((90, 400, 3), (200, 100, 0), np.uint8))
+    keys = ("processors=background,swap", f"background.image={picture}")
+    out, r = _render(tmp, standin_models, overlay, "target.png", "beach.jpg", *keys)
+    assert r.returncode == 0, r.stderr
+    assert f"laid over the picture {picture}" in r.stderr
+    target = cv2.imread(str(tmp / "target.png")).astype(float)
+    m = target[..., 1:2] / 255.0
+    expected = target * m + np.array([200, 100, 0]) * (1 - m)
+    got = cv2.imread(str(out)).astype(float)
+    assert np.abs(got[:, :60] - expected[:, :60]).mean() < 3.0
+    first = json.loads(report_path(out).read_text())["job_key"]
+    cv2.imwrite(str(picture), np.full((90, 400, 3), (0, 100, 200), np.uint8))
+    out, r = _render(tmp, standin_models, overlay, "target.png", "beach2.jpg", *keys)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(report_path(out).read_text())["job_key"] != first
+    cv2.imwrite(str(picture), np.full((90, 400, 3), (200, 100, 0), np.uint8))
+    out, r = _render(tmp, standin_models, overlay, "target.png", "beach3.jpg", *keys)
+    assert json.loads(report_path(out).read_text())["job_key"] == first

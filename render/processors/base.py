@@ -61,6 +61,11 @@ class ChainProcessor:
         assert self.model is not None, f"{self.name} has no model"
         return self.model.lazy
 
+    def files(self) -> dict[str, str]:
+        """The files its options name whose bytes decide its output (``background.image``), by
+        key: they enter the job key by their SHA-256."""
+        return {}
+
     def record(self) -> dict[str, Any]:
         """The report's row: the model's (with the rows of the models it needs), then the
         options whose value is not the declared default."""

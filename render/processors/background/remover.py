@@ -91,6 +91,9 @@ class BackgroundRemover(FrameProcessor):
                               f"jpg, webp, bmp or tiff)")
         return picture
 
+    def files(self) -> dict[str, str]:
+        return {"background.image": self.picture_path} if self.picture is not None else {}
+
     def describe_matte(self, alpha: bool) -> str:
         if alpha:
             return "background: the matte is the output's alpha channel"
