@@ -205,7 +205,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
         "output": out,
         "plan": {"frames": [plan.start, plan.end], "total": plan.total, "partial": plan.partial,
                  "cfr": plan.cfr, "size": list(plan.output_size), "encode": dict(plan.encode),
-                 "segments": len(plan.segments)},
+                 "segments": len(plan.segments), **({"alpha": True} if plan.alpha else {})},
         "segments": segments,
         "timing": {
             "started": iso(started), "ended": iso(ended), "seconds": round(seconds, 3),

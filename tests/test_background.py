@@ -188,6 +188,7 @@ def test_the_matte_is_the_alpha_of_png_and_webm_and_the_fill_of_mp4(matting, sta
     assert np.array_equal(png[..., 3], target[..., 1])              # exactly the matte
     rep = json.loads(report_path(out).read_text())
     assert any(m["role"] == "background" and m["name"] == "modnet" for m in rep["models"])
+    assert rep["plan"]["alpha"] is True
 
     # a video in two segments: VP9 with alpha in WebM, read back with libvpx's decoder
     out, r = _render(tmp, standin_models, overlay, "clip.mp4", "cut.webm", chain,

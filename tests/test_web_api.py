@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import cv2
 import pytest
+import yaml
 
 from render.standins import media as mf
 from conftest import run_cli
@@ -266,6 +267,26 @@ def test_a_script_token_drives_the_api_without_the_page(room, server, media):
     assert fay.delete(f"/api/jobs/{job}").status_code == 204
     listing = run_cli("users", "list", *room.keys).stdout
     assert any(line.split()[:3] == ["fay", "student", "active"] for line in listing.splitlines())
+
+
+def test_a_student_may_add_the_upscale_and_the_background_removal(room, server, media):
+    """The two checkboxes become the job's chain (the remover first, the ×2 enhancer last, the
+    profile's own steps between) and, with the background removed, an output that carries
+    alpha; the job's view names them."""
+    bo = student(room, server, "bo")
+    r = bo.submit(media.face, media.clip, extras=("upscale", "background"))
+    assert r.status_code == 201, r.text
+    job = r.json()
+    assert job["extras"] == ["upscale", "background"]
+    settings = yaml.safe_load(next((room.spool / "queued").glob(f"{job['id']}.yaml")).read_text())
+    spec = settings.get("settings", settings)
+    assert spec["processors"] == "background,swap,enhance,frame_enhance"
+    assert spec["frame_enhance.model"] == "real_esrgan_x2"
+    assert spec["output"].endswith("/out/result.webm")
+    plain = bo.submit(media.face, media.clip, extras=()).json()
+    assert plain["extras"] == []
+    for j in (job, plain):
+        assert bo.delete(f"/api/jobs/{j['id']}").status_code == 204
 
 
 def test_openapi_describes_the_api(server):

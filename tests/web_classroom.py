@@ -145,10 +145,11 @@ class Client:
         return self
 
     def submit(self, source: Path, target: Path, *, profile: str = "low", consent: bool = True,
-               names: tuple[str, str] | None = None, **kw) -> requests.Response:
+               names: tuple[str, str] | None = None, extras: tuple[str, ...] = (),
+               **kw) -> requests.Response:
         names = names or (Path(source).name, Path(target).name)
         with open(source, "rb") as s, open(target, "rb") as t:
-            data = {"profile": profile}
+            data = {"profile": profile, **{name: "yes" for name in extras}}
             if consent:
                 data["consent"] = "yes"
             return self.post("/api/jobs", data=data,

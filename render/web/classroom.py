@@ -34,6 +34,7 @@ from .accounts import Accounts, User
 from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
+from .extras import extra_settings, result_suffix
 from .uploads import FaceFinder, Received, check_source, check_target, result_extension
 from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 
@@ -199,10 +200,12 @@ class Classroom:
             os.replace(source.path, source_path)
             os.replace(target.path, target_path)
             fsync_dir(folder)
-            output = folder / "out" / ("result.png" if target_info.is_image else
-                                       "result" + result_extension(target.name, target_ext))
+            suffix = ".png" if target_info.is_image else result_extension(target.name, target_ext)
+            output = folder / "out" / ("result" + result_suffix(fields, target_info.is_image,
+                                                                suffix))
             job_settings = {"profile": profile, "source": str(source_path),
-                            "target": str(target_path), "output": str(output)}
+                            "target": str(target_path), "output": str(output),
+                            **extra_settings(fields, profile)}
             try:
                 validate(job_settings, [])
             except RenderError as exc:

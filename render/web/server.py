@@ -319,7 +319,13 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
                           "profile": {"type": "string",
                                       "description": "one of the class's allowed profiles"},
                           "consent": {"type": "string", "enum": ["yes"],
-                                      "description": CONSENT}}}}}}})
+                                      "description": CONSENT},
+                          "upscale": {"type": "string", "enum": ["yes", "no"],
+                                      "description": "upscale the whole frame x2 (last)"},
+                          "background": {"type": "string", "enum": ["yes", "no"],
+                                         "description": "remove the background: the result "
+                                                        "is a WebM (a PNG for a picture) with "
+                                                        "alpha"}}}}}}})
     async def submit(request: Request, c: Caller = Depends(member)) -> JSONResponse:
         settings = await anyio.to_thread.run_sync(classroom.settings)
         try:

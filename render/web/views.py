@@ -10,6 +10,7 @@ from ..job_progress import describe_progress
 from ..media.formats import IMAGE_FORMATS
 from ..report import report_path
 from ..spool import FINAL, Job
+from .extras import describe as describe_extras
 from .wording import for_student
 
 PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s",
@@ -65,6 +66,7 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "phase": phase,
         "submitted": job.submitted,
         "profile": job.settings.get("profile"),
+        "extras": describe_extras(job.settings),
         "source": c.get("source"),
         "target": c.get("target"),
         "consent": bool((meta.get("consent") or {}).get("given")),

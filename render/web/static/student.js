@@ -26,6 +26,8 @@
     const data = new FormData();
     data.append("profile", profile.value);
     data.append("consent", document.getElementById("consent").checked ? "yes" : "no");
+    for (const extra of ["upscale", "background"])
+      data.append(extra, document.getElementById(extra).checked ? "yes" : "no");
     data.append("source", document.getElementById("source").files[0]);
     data.append("target", document.getElementById("target").files[0]);
     const request = new XMLHttpRequest();
@@ -93,7 +95,7 @@
       } }, "Delete"));
     }
     return C.el("tr", { class: "job", "data-id": job.id, "data-state": job.state },
-      C.el("td", {}, C.when(job.submitted)), files, C.el("td", {}, job.profile || ""),
+      C.el("td", {}, C.when(job.submitted)), files, C.el("td", {}, [job.profile || "", ...(job.extras || [])].join(" + ")),
       C.phaseCell(job), actions);
   }
 
