@@ -1,6 +1,7 @@
 """The shipped manifest, overlays, validation, the verified store and `render models list`."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -11,7 +12,8 @@ import yaml
 
 from render.errors import ModelError, UsageError
 from render.models import commands, store as store_mod
-from render.models.manifest import SHIPPED_MANIFEST, load_manifest, read_manifest_file
+from render.models.manifest import SHIPPED_MANIFEST, load_manifest, read_manifest_file, \
+    write_local_entries
 from render.models.store import ModelStore, default_stamp_dir
 
 PINNED = {
@@ -255,19 +257,37 @@ def test_list_shows_every_pinned_model_with_its_licence(tmp_path):
     rc, out = run(["list"], tmp_path, profiles)
     assert rc == 0
     lines = {ln.split()[0]: ln for ln in out.splitlines()[2:-1]}
-    assert set(lines) == PINNED
+    assert set(lines) == PINNED | FRAME_MODELS
     m = load_manifest(tmp_path)
+    not_pinned = "(not pinned yet: taken at the first fetch (FaceFusion publishes a CRC32 only))"
     for name, line in lines.items():
         e = m.get(name)
         assert e.licence in line and "missing" in line
-        assert ("[NON-COMMERCIAL]" in line) == (name in NON_COMMERCIAL)
+        assert ("[NON-COMMERCIAL]" in line) == (not e.commercial_use)
+        assert ("[NON-COMMERCIAL]" in line) == (name in NON_COMMERCIAL) or name in FRAME_MODELS
         assert ("unconfirmed" in line) == (name in UNCONFIRMED)
+        assert (not_pinned in line) == (name in FRAME_MODELS)
+        assert "pinned at first fetch" not in line
+        if name in FRAME_MODELS:
+            assert line.split()[1] == "?"             # no size until the first fetch
     assert "555.3 MB" in lines["inswapper_128"]
     assert lines["inswapper_128"].rstrip().endswith("default")
     assert lines["inswapper_128_fp16"].rstrip().endswith("fast")
     assert "fast (needs fp16: convert)" in lines["gfpgan_1.4"]
     assert lines["codeformer"].rstrip().endswith("-")
     assert "NON-COMMERCIAL" in out.splitlines()[-1] and "commercially" in out.splitlines()[-1]
+
+    # a pin the first fetch took (tests/test_models_first_fetch.py) sits in the local layer
+    ddcolor = m.get("ddcolor")
+    pinned = dataclasses.replace(ddcolor, sha256="ab" * 32, size=2_000_000, note=(
+        "pinned at first fetch after FaceFusion's CRC32 0badc0de (from github.com) matched"))
+    write_local_entries(tmp_path / "models", [pinned])
+    rc, out = run(["list"], tmp_path, profiles)
+    lines = {ln.split()[0]: ln for ln in out.splitlines()[2:-1]}
+    assert "missing (pinned at first fetch)" in lines["ddcolor"] and "2.0 MB" in lines["ddcolor"]
+    assert "not pinned" not in lines["ddcolor"] and "unconfirmed" not in lines["ddcolor"]
+    assert ddcolor.licence in lines["ddcolor"]
+    assert "not pinned yet" in lines["ddcolor_artistic"]
 
 
 def test_list_reports_stamp_status(tmp_path):

@@ -15,7 +15,7 @@ from render.errors import ModelError, UsageError
 
 from .manifest import LOCAL_MANIFEST_NAME, Manifest, ModelEntry, load_manifest, nearest, \
     read_manifest_file, write_local_entries
-from .store import ModelStore, default_stamp_dir
+from .store import ModelStore, default_stamp_dir, pinned_at_first_fetch
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,8 @@ COMMANDS = ("list", "fetch", "verify", "convert", "help")
 _KEYS = {"list": {"dir"}, "fetch": {"dir", "profile", "from"}, "verify": {"dir"},
          "convert": {"dir", "calibrate", "detect"}, "help": set()}
 NON_COMMERCIAL = "NON-COMMERCIAL"
+#: the status of an entry whose pin ``render models fetch`` takes (render.models.fetch)
+NOT_PINNED = "not pinned yet: taken at the first fetch (FaceFusion publishes a CRC32 only)"
 
 
 def _parse(command: str, args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -84,7 +86,11 @@ def cmd_list(manifest: Manifest, store: ModelStore, profiles, out: TextIO) -> in
     rows = [["NAME", "SIZE", "LICENCE", "STATUS", "PROFILES"]]
     for entry in manifest:
         status = store.status(entry)
-        if not entry.confirmed:
+        if not entry.sha256:
+            status += f" ({NOT_PINNED})"
+        elif pinned_at_first_fetch(entry):
+            status += " (pinned at first fetch)"
+        elif not entry.confirmed:
             status += " (pin unconfirmed)"
         if entry.source:
             status += f" (converted from {entry.source})"
@@ -129,6 +135,7 @@ def cmd_fetch(keys: dict[str, str], names: list[str], manifest: Manifest, store:
               profiles, out: TextIO, *, fetch_options: Mapping | None = None) -> int:
     from . import convert as convert_mod
     from .fetch import copy_from, fetch
+    from .first_fetch import first_fetch
 
     folder = Path(keys["from"]).expanduser() if "from" in keys else None
     if folder is not None and not folder.is_dir():
@@ -163,9 +170,19 @@ def cmd_fetch(keys: dict[str, str], names: list[str], manifest: Manifest, store:
             unique[entry.name] = entry
             targets += [manifest.get(need) for need in entry.needs]   # a swapper's converter
     options = dict(fetch_options or {})
+    pinned: dict[str, ModelEntry] = {}  # pins taken by this fetch, by name
 
     def bring(entry: ModelEntry) -> None:
-        if folder is not None and (folder / entry.file).is_file():
+        here = folder is not None and (folder / entry.file).is_file()
+        if not entry.sha256:
+            new = first_fetch(entry, store.models_dir, folder=folder if here else None,
+                              stamp_dir=store.stamp_dir, **options)
+            pinned[entry.name] = new
+            out.write(f"{entry.name}: verified {store.path(new)} against FaceFusion's CRC32 and "
+                      f"pinned at first fetch (sha256 {new.sha256}, {new.size} bytes) in "
+                      f"{new.origin}\n")
+            return
+        if here:
             copy_from(entry, folder, store.models_dir, stamp_dir=store.stamp_dir)
         else:
             fetch(entry, store.models_dir, stamp_dir=store.stamp_dir, **options)
@@ -190,6 +207,7 @@ def cmd_fetch(keys: dict[str, str], names: list[str], manifest: Manifest, store:
             failed.add(entry.name)
     done: set[str] = set()
     for source in conversions:
+        source = pinned.get(source.name, source)
         if source.name in done or source.name in failed:
             continue
         done.add(source.name)
@@ -220,7 +238,8 @@ def cmd_verify(names: list[str], manifest: Manifest, store: ModelStore, out: Tex
         except ModelError as exc:
             errors.append(exc)
             bad.append(entry.name)
-            rows.append([entry.name, "missing" if not path.exists() else "CORRUPT", str(path)])
+            rows.append([entry.name, "NOT PINNED" if not entry.sha256 else
+                         "missing" if not path.exists() else "CORRUPT", str(path)])
     _table(rows, out)
     if len(errors) == 1:
         raise errors[0]

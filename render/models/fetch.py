@@ -18,6 +18,9 @@ How one :func:`fetch` goes:
 * size and SHA-256 are checked before an atomic ``os.replace`` into place; a mismatch deletes the
   download and raises :class:`ModelError` with both hashes;
 * a verified-stamp is written (see :mod:`render.models.store`) so the renderer need not re-hash.
+
+An entry with no pin yet (``sha256: null``) goes through
+:func:`render.models.first_fetch.first_fetch`.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from urllib.parse import urlsplit
 from render.errors import ModelError
 
 from .manifest import Manifest, ModelEntry
-from .store import CHUNK, ModelStore, hash_file
+from .store import CHUNK, ModelStore, hash_file, pinned_at_first_fetch
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +124,15 @@ def _in_place(entry: ModelEntry, dest: Path, store: ModelStore | None) -> bool:
 
 def _mismatch(entry: ModelEntry, where: str, sha: str, size: int) -> ModelError:
     pin = "" if entry.confirmed else " (this pin is marked unconfirmed: report the new hash)"
+    fix = f"check the manifest entry in {entry.origin}"
+    if pinned_at_first_fetch(entry):
+        pin = " (this pin was taken at the first fetch)"
+        fix = (f"if FaceFusion has replaced the file, remove {entry.name} from {entry.origin} "
+               f"to pin it again")
     return ModelError(
         f"model {entry.name} from {where} does not match its pin (sha256 {sha}, expected "
         f"{entry.sha256}; {size} bytes, expected {entry.size if entry.size else 'any'}); the "
-        f"download was deleted{pin}: check the manifest entry in {entry.origin}")
+        f"download was deleted{pin}: {fix}")
 
 
 def _finish(entry: ModelEntry, partial: Path, dest: Path, sha: str, where: str,
@@ -134,17 +142,22 @@ def _finish(entry: ModelEntry, partial: Path, dest: Path, sha: str, where: str,
         with contextlib.suppress(OSError):
             partial.unlink()
         raise _mismatch(entry, where, sha, size)
+    _into_place(partial, dest)
+    if store is not None:
+        store.write_stamp(dest, sha)
+    log.info("model %s is in place at %s (sha256 verified)", entry.name, dest)
+    return dest
+
+
+def _into_place(partial: Path, dest: Path) -> None:
+    """Rename the checked ``partial`` over ``dest`` and make the rename durable."""
     os.replace(partial, dest)
-    with contextlib.suppress(OSError):  # make the rename durable
+    with contextlib.suppress(OSError):
         fd = os.open(dest.parent, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-    if store is not None:
-        store.write_stamp(dest, sha)
-    log.info("model %s is in place at %s (sha256 verified)", entry.name, dest)
-    return dest
 
 
 def _hash_prefix(path: Path) -> "hashlib._Hash":
@@ -160,6 +173,15 @@ def _retry_after(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _delay(failures: int, backoff: float, exc: BaseException) -> float:
+    """Seconds to wait before retry ``failures``: exponential, at least a short Retry-After."""
+    delay = min(backoff * (2 ** (failures - 1)), MAX_BACKOFF)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, MAX_BACKOFF))
+    return delay
 
 
 def _attempt(session, url: str, entry: ModelEntry, partial: Path, timeout: float, bar) -> str:
@@ -286,10 +308,7 @@ def _download(session, url: str, entry: ModelEntry, partial: Path, *, timeout: f
             failures += 1
             if failures > retries:
                 raise _NextUrl(f"{reason} after {failures} attempts") from None
-            delay = min(backoff * (2 ** (failures - 1)), MAX_BACKOFF)
-            retry_after = getattr(exc, "retry_after", None)
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, MAX_BACKOFF))
+            delay = _delay(failures, backoff, exc)
             log.warning("download of %s from %s failed (%s); retry %d/%d in %.1fs",
                         entry.name, _host(url), reason, failures, retries, delay)
             time.sleep(delay)
@@ -307,13 +326,57 @@ def _destination(entry: ModelEntry, models_dir: Path, stamp_dir: Path | None
     return dest, store, done
 
 
+@contextlib.contextmanager
+def _session(session) -> Iterator:
+    """``session``, or a new one closed afterwards."""
+    import requests
+
+    own = session is None
+    session = session or requests.Session()
+    session.headers.setdefault("User-Agent", USER_AGENT)
+    try:
+        yield session
+    finally:
+        if own:
+            session.close()
+
+
+def _download_any(entry: ModelEntry, partial: Path, session, models_dir: Path, *,
+                  timeout: float, retries: int, backoff: float, progress: bool) -> tuple[str, str]:
+    """Bring ``partial`` to the whole file from the first of ``entry.urls`` that serves it:
+    (its SHA-256, the host it came from); ModelError when none does."""
+    failures: list[str] = []
+    with _bar(entry, progress) as bar:
+        for url in entry.urls:
+            log.info("downloading %s from %s", entry.name, _host(url))
+            try:
+                sha = _download(session, url, entry, partial, timeout=timeout, retries=retries,
+                                backoff=backoff, bar=bar)
+            except _NextUrl as exc:
+                failures.append(f"{_host(url)}: {exc}")
+                log.warning("cannot download %s from %s (%s)%s", entry.name, _host(url), exc,
+                            "; trying the mirror" if url != entry.urls[-1] else "")
+                continue
+            return sha, _host(url)
+    kept = f"; {partial.name} is kept to resume" if partial.exists() else ""
+    raise ModelError(
+        f"could not download model {entry.name} ({'; '.join(failures)}){kept}: check the "
+        f"network and run `render models fetch {entry.name}` again, or put {entry.file} in "
+        f"{models_dir}")
+
+
 def fetch(entry: ModelEntry, models_dir: Path, *, timeout: float = 30, retries: int = 4,
           backoff: float = 1.0, progress: bool = True, stamp_dir: Path | None = None,
           session=None) -> Path:
-    """Bring ``entry``'s file into ``models_dir`` (see the module docstring); return its path."""
-    import requests
-
+    """Bring ``entry``'s file into ``models_dir`` (see the module docstring); return its path.
+    An entry with no pin yet goes through :func:`first_fetch`."""
     models_dir = Path(models_dir).expanduser()
+    if not entry.sha256:
+        from .first_fetch import first_fetch     # it downloads through this module
+        pinned = first_fetch(entry, models_dir, timeout=timeout, retries=retries,
+                             backoff=backoff, progress=progress, stamp_dir=stamp_dir,
+                             session=session)
+        return models_dir / pinned.file
     dest, store, done = _destination(entry, models_dir, stamp_dir)
     if done:
         return dest
@@ -327,43 +390,46 @@ def fetch(entry: ModelEntry, models_dir: Path, *, timeout: float = 30, retries: 
             log.warning("model %s at %s does not match its pin; downloading it again",
                         entry.name, dest)
         partial = _partial_path(dest)
-        own_session = session is None
-        session = session or requests.Session()
-        session.headers.setdefault("User-Agent", USER_AGENT)
-        failures: list[str] = []
-        try:
-            with _bar(entry, progress) as bar:
-                for url in entry.urls:
-                    log.info("downloading %s from %s", entry.name, _host(url))
-                    try:
-                        sha = _download(session, url, entry, partial, timeout=timeout,
-                                        retries=retries, backoff=backoff, bar=bar)
-                    except _NextUrl as exc:
-                        failures.append(f"{_host(url)}: {exc}")
-                        log.warning("cannot download %s from %s (%s)%s", entry.name,
-                                    _host(url), exc,
-                                    "; trying the mirror" if url != entry.urls[-1] else "")
-                        continue
-                    return _finish(entry, partial, dest, sha, _host(url), store)
-        finally:
-            if own_session:
-                session.close()
-    kept = f"; {partial.name} is kept to resume" if partial.exists() else ""
-    raise ModelError(
-        f"could not download model {entry.name} ({'; '.join(failures)}){kept}: check the "
-        f"network and run `render models fetch {entry.name}` again, or put {entry.file} in "
-        f"{models_dir}")
+        with _session(session) as session:
+            sha, where = _download_any(entry, partial, session, models_dir, timeout=timeout,
+                                       retries=retries, backoff=backoff, progress=progress)
+        return _finish(entry, partial, dest, sha, where, store)
+
+
+def _copy(src: Path, partial: Path, models_dir: Path) -> str:
+    """Copy ``src`` to ``partial`` (fsynced); return its SHA-256."""
+    hasher = hashlib.sha256()
+    try:
+        with open(src, "rb") as fin, open(partial, "wb") as fout:
+            for chunk in iter(lambda: fin.read(CHUNK), b""):
+                hasher.update(chunk)
+                fout.write(chunk)
+            fout.flush()
+            os.fsync(fout.fileno())
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ModelError(f"cannot copy {src} to {models_dir}: {exc.strerror or exc}") from None
+    return hasher.hexdigest()
+
+
+def _not_in(entry: ModelEntry, folder: Path) -> ModelError:
+    return ModelError(f"model {entry.name}: {entry.file} is not in {folder}: put it there or "
+                      f"run `render models fetch {entry.name}`")
 
 
 def copy_from(entry: ModelEntry, folder: Path, models_dir: Path, *,
               stamp_dir: Path | None = None) -> Path:
-    """The offline path: copy ``folder/<file>`` into ``models_dir`` and verify it the same way."""
+    """The offline path: copy ``folder/<file>`` into ``models_dir`` and verify it the same way
+    (an entry with no pin yet: against the ``.hash`` beside it, see :func:`first_fetch`)."""
     folder = Path(folder).expanduser()
     models_dir = Path(models_dir).expanduser()
+    if not entry.sha256:
+        from .first_fetch import first_fetch
+        pinned = first_fetch(entry, models_dir, folder=folder, stamp_dir=stamp_dir)
+        return models_dir / pinned.file
     src = folder / entry.file
     if not src.is_file():
-        raise ModelError(f"model {entry.name}: {entry.file} is not in {folder}: put it there or "
-                         f"run `render models fetch {entry.name}`")
+        raise _not_in(entry, folder)
     dest, store, done = _destination(entry, models_dir, stamp_dir)
     if done:
         return dest
@@ -372,16 +438,6 @@ def copy_from(entry: ModelEntry, folder: Path, models_dir: Path, *,
                          f"`render models fetch {entry.name}`")
     with _locked(dest):
         partial = _partial_path(dest)
-        hasher = hashlib.sha256()
         log.info("copying %s from %s", entry.name, folder)
-        try:
-            with open(src, "rb") as fin, open(partial, "wb") as fout:
-                for chunk in iter(lambda: fin.read(CHUNK), b""):
-                    hasher.update(chunk)
-                    fout.write(chunk)
-                fout.flush()
-                os.fsync(fout.fileno())
-        except OSError as exc:
-            partial.unlink(missing_ok=True)
-            raise ModelError(f"cannot copy {src} to {models_dir}: {exc.strerror or exc}") from None
-        return _finish(entry, partial, dest, hasher.hexdigest(), str(src), store)
+        sha = _copy(src, partial, models_dir)
+        return _finish(entry, partial, dest, sha, str(src), store)

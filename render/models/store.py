@@ -8,7 +8,9 @@ changes (the file was replaced, edited, copied or touched) the file is hashed ag
 (used by ``render models verify``) always re-hashes.
 
 The renderer never downloads: :meth:`ModelStore.verify` raises :class:`ModelError` naming the
-model and the command that fetches it.
+model and the command that fetches it. An entry with no pin yet (FaceFusion publishes a CRC32
+only, so ``render models fetch`` takes the SHA-256 at the first download, see
+:mod:`render.models.fetch`) cannot be verified at all: it gets the same kind of line.
 """
 from __future__ import annotations
 
@@ -42,6 +44,23 @@ def hash_file(path: Path) -> str:
 
 def default_stamp_dir(cache_dir: Path) -> Path:
     return Path(cache_dir) / STAMP_DIR_NAME
+
+
+#: how the note of an entry pinned by ``render models fetch`` begins (``render models list``)
+FIRST_FETCH_NOTE = "pinned at first fetch"
+
+
+def pinned_at_first_fetch(entry: ModelEntry) -> bool:
+    """True for a pin taken by the first fetch of a model FaceFusion gives a CRC32 only."""
+    return bool(entry.sha256) and not entry.confirmed and \
+        (entry.note or "").startswith(FIRST_FETCH_NOTE)
+
+
+def not_pinned(entry: ModelEntry) -> ModelError:
+    """The one line for an entry whose pin the first fetch has not taken yet."""
+    return ModelError(f"model {entry.name} is not pinned yet: FaceFusion publishes a CRC32 only, "
+                      f"so its SHA-256 is taken at the first fetch: run `render models fetch "
+                      f"{entry.name}`")
 
 
 def fetch_hint(entry: ModelEntry) -> str:
@@ -111,13 +130,16 @@ class ModelStore:
         """``verified`` | ``present`` | ``missing`` | ``corrupt``.
 
         Without ``deep`` this never hashes: ``verified`` comes from a matching stamp, a size
-        that differs from the pin is ``corrupt``, anything else that exists is ``present``.
+        that differs from the pin is ``corrupt``, anything else that exists is ``present`` (a
+        file with no pin yet is always ``present``: there is nothing to check it against).
         """
         path = self.path(entry)
         try:
             st = os.stat(path)
         except FileNotFoundError:
             return "missing"
+        if not entry.sha256:
+            return "present"
         if entry.size is not None and st.st_size != entry.size:
             return "corrupt"
         stamped = self._stamp_matches(path, st)
@@ -133,6 +155,8 @@ class ModelStore:
 
     def verify(self, entry: ModelEntry, *, force: bool = False) -> Path:
         """The path of ``entry``'s file once it is known to match its pin; ModelError otherwise."""
+        if not entry.sha256:
+            raise not_pinned(entry)
         path = self.path(entry)
         try:
             st = os.stat(path)
