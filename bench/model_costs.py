@@ -49,6 +49,22 @@ counts are not checked against a size (:data:`UNPINNED`, the table says so):
   both with spectral norm and one self-attention block; the ResNet's batch norms folded into
   its convolutions, the decoder's batch norms after a ReLU kept (4 values per channel).
 
+The frame enhancers (``frame_enhance``) are counted per call on one tile of the manifest's
+``tile``; their files are not pinned yet either (:data:`UNPINNED`), so their parameter counts are
+checked against the ones their authors publish (:data:`PUBLISHED_PARAMS`):
+
+* real_esrgan_x2 / x4: xinntao/Real-ESRGAN's RRDBNet (basicsr ``rrdbnet_arch.py``) at 256 px: 23
+  RRDBs of 3 residual dense blocks (64 features, growth 32), two nearest ×2 upsamplings each
+  followed by a 3 × 3 conv, then ``conv_hr`` and ``conv_last`` at the output size. x2
+  pixel-unshuffles its input first (12 channels in at half the side), so its body runs on a
+  quarter of x4's pixels. 16.7 M parameters, as the ESRGAN and Real-ESRGAN papers give;
+* span_kendata_x4: SPAN (Wan et al., "Swift Parameter-free Attention Network for Efficient
+  Super-Resolution", CVPR-W 2024; hongyuanyu/SPAN ``span_arch.py``) in its published config at
+  128 px: 48 features, 6 SPABs, every ``Conv3XC`` as the single 3 × 3 conv it is
+  re-parameterised into for inference (what an export holds), the upsampler's conv making 3·16
+  channels for the pixel shuffle: 0.43 M parameters, the paper's ×4 figure. That kendata's file
+  keeps the published config is an assumption its size will settle once fetched.
+
 hyperswap_1a/1b/1c_256: FaceFusion Labs publish no architecture. The stand-in gets inswapper_128's
 cost per call: in FaceFusion on one GPU hyperswap_1a_256 renders at inswapper's rate (a user's
 measurement, ReSwapper issue 12). That is an assumption, not a count.
@@ -418,6 +434,38 @@ def deoldify(variant: str = "wide", side: int = 256) -> Count:
     return c
 
 
+def rrdbnet(scale: int, tile: int, *, blocks: int = 23, nf: int = 64, gc: int = 32) -> Count:
+    """Real-ESRGAN's RRDBNet on one ``tile`` × ``tile`` input (x2: pixel-unshuffled first)."""
+    c = Count()
+    side = tile // 2 if scale == 2 else tile
+    c.conv(3 * (4 if scale == 2 else 1), nf, 3, side)
+    for _ in range(blocks * 3):             # 23 RRDBs of 3 residual dense blocks
+        for k in range(4):
+            c.conv(nf + k * gc, gc, 3, side)
+        c.conv(nf + 4 * gc, nf, 3, side)
+    c.conv(nf, nf, 3, side)                 # conv_body
+    c.conv(nf, nf, 3, 2 * side)             # conv_up1, after a nearest x2
+    c.conv(nf, nf, 3, 4 * side)             # conv_up2, after another
+    c.conv(nf, nf, 3, 4 * side)             # conv_hr
+    c.conv(nf, 3, 3, 4 * side)              # conv_last
+    return c
+
+
+def span(scale: int, tile: int, *, nf: int = 48, blocks: int = 6) -> Count:
+    """SPAN on one ``tile`` × ``tile`` input, its Conv3XC re-parameterised (3 × 3 convs)."""
+    c = Count()
+    c.conv(3, nf, 3, tile)                  # conv_1
+    for _ in range(blocks * 3):             # each SPAB: c1_r, c2_r, c3_r
+        c.conv(nf, nf, 3, tile)
+    c.conv(4 * nf, nf, 1, tile)             # conv_cat
+    c.conv(nf, nf, 3, tile)                 # conv_2
+    c.conv(nf, 3 * scale * scale, 3, tile)  # the upsampler's conv, then a pixel shuffle
+    return c
+
+
+#: the frame enhancers' parameter counts as their authors publish them (millions)
+PUBLISHED_PARAMS = {"real_esrgan_x2": 16.7, "real_esrgan_x4": 16.7, "span_kendata_x4": 0.43}
+
 #: manifest entry → its architecture's count
 COUNTED = {
     "inswapper_128": inswapper_128, "arcface_w600k_r50": arcface_w600k_r50,
@@ -430,6 +478,9 @@ UNPINNED = {
     "ddcolor": lambda: ddcolor("t"), "ddcolor_artistic": lambda: ddcolor("l"),
     "deoldify": lambda: deoldify("wide"), "deoldify_stable": lambda: deoldify("wide"),
     "deoldify_artistic": lambda: deoldify("deep"),
+    # per call on one tile of the manifest's
+    "real_esrgan_x2": lambda: rrdbnet(2, 256), "real_esrgan_x4": lambda: rrdbnet(4, 256),
+    "span_kendata_x4": lambda: span(4, 128),
 }
 #: entries whose cost is another's (the docstring says why)
 ASSUMED = {"hyperswap_1a_256": "inswapper_128", "hyperswap_1b_256": "inswapper_128",
@@ -455,6 +506,11 @@ def pinned_sizes() -> dict[str, int]:
 def weights_mib(name: str) -> float:
     """The pinned file's size in MiB (the stand-in's weights)."""
     return pinned_sizes()[name] / 2**20
+
+
+def counted_mib(name: str) -> float:
+    """The float32 weights of an entry not pinned yet, in MiB, from its count."""
+    return UNPINNED[name]().params * 4 / 2**20
 
 
 def table() -> str:

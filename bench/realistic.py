@@ -15,6 +15,7 @@ hyperswap_1a_256   349          384           assumed inswapper's; n² calls wit
 xseg_1             27.6         67            one call per face (``mask.occluder``)
 bisenet_resnet_34  46.9         89            one call per face (``mask.parser``)
 2dfan4             50.5         93            one call per face (``landmark.model``)
+real_esrgan_x2     588          64 (counted)  one call per 256-px tile: 24 a 720p frame
 yunet              real                       ``shared/models/face_detection_yunet.onnx``
 ================== ============ ============= =========================================
 
@@ -53,6 +54,14 @@ REAL_MODELS = ("arcface_w600k_r50", "inswapper_128", "inswapper_128_fp16", "gfpg
 #: per-call cost (GFLOP) and weight size (MiB) of the production models
 REAL_GFLOPS = {name: round(model_costs.gflops(name), 1) for name in REAL_MODELS}
 REAL_WEIGHTS_MB = {name: round(model_costs.weights_mib(name), 1) for name in REAL_MODELS}
+#: the frame enhancer of the 720p → 1440p case: its stand-in's manifest params (the production
+#: entry's), cost per tile and weights (counted: the file is pinned at its first fetch)
+FRAME_MODEL = "real_esrgan_x2"
+FRAME_STANDIN = {"scale": 2, "tile": 256, "pad": 16, "context": 8,
+                 "gflops": round(model_costs.gflops(FRAME_MODEL), 1),
+                 "weights_mb": round(model_costs.counted_mib(FRAME_MODEL), 1)}
+#: the frame case's chain over FaceFusion's settings: the swap, then the x2 enhancer
+FRAME_SETTINGS = {"processors": "swap,frame_enhance", "frame_enhance.model": FRAME_MODEL}
 
 #: the settings of the side-by-side comparison with FaceFusion 3.8.1 (issue 13): reference
 #: selection, box mask, yunet at 640, fp32 swapper, the floor's encoder settings, CPU provider
@@ -69,7 +78,10 @@ PROFILE_SETTINGS = {p: {"profile": p, "detect.model": "yunet"} for p in ("low", 
 
 def case_settings(name: str) -> dict[str, str]:
     """A realistic case's settings: ``real-720p-low`` (…-moderate, …-high) its profile's own,
-    the others FaceFusion's (``EQUAL_SETTINGS``)."""
+    ``real-720p-frame-x2`` FaceFusion's with the x2 frame enhancer after the swap, the others
+    FaceFusion's (``EQUAL_SETTINGS``)."""
+    if name.endswith("-frame-x2"):
+        return {**EQUAL_SETTINGS, **FRAME_SETTINGS}
     return dict(PROFILE_SETTINGS.get(name.rsplit("-", 1)[-1], EQUAL_SETTINGS))
 
 
@@ -81,10 +93,11 @@ def real_models(home: Path, log) -> Path:
     """The realistic stand-in set, written once into ``home`` (about 1.3 GB, 45 s) and reused while
     the stand-in models' source and the costs above are unchanged."""
     import render.standins as standins
+    from render.standins.frame_enhancers import write_frame_enhancers
 
     src = b"".join(p.read_bytes() for p in sorted(Path(standins.__file__).parent.glob("*.py"))
                    if p.name not in ("media.py", "readback.py"))
-    key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB)).encode()
+    key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB, FRAME_STANDIN)).encode()
                          + YUNET.read_bytes()).hexdigest()[:12]
     d = home / f"models-real-{key}"
     if (d / "manifest.yaml").is_file():
@@ -95,6 +108,7 @@ def real_models(home: Path, log) -> Path:
     tmp = home / f"models-real-{key}.tmp-{os.getpid()}"
     t0 = time.perf_counter()
     standins.write_standins(tmp, gflops=REAL_GFLOPS, weights_mb=REAL_WEIGHTS_MB, yunet=YUNET)
+    write_frame_enhancers(tmp, {FRAME_MODEL: FRAME_STANDIN})
     os.replace(tmp, d)
     log(f"  realistic models: written in {time.perf_counter() - t0:.0f}s ({d})")
     return d
@@ -190,6 +204,11 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     if loaded.landmarks is not None:
         for lm in loaded.landmarks.models:
             work[name_of[id(lm.lazy)]] = lambda: loaded.landmarks.face(frame, face)
+    for proc in loaded.processors:          # a frame enhancer: one call of its tiles
+        if hasattr(proc, "enhance_tiles"):
+            tiling, per_call = proc.tiling()
+            tiles = np.stack([frame[:tiling.tile, :tiling.tile]] * per_call)
+            work[proc.name] = lambda proc=proc, tiles=tiles: proc.enhance_tiles(tiles)
     out: dict[str, float] = {}
     for name, fn in work.items():
         lazy = sessions[name]

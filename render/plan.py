@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .config import SCHEMA, Config
 from .encoder import encode_settings
+from .errors import UsageError
 from . import media as ffargs
 from .media.probe import MediaInfo
 from .media.timing import FrameTimes
@@ -38,7 +39,9 @@ class Identity:
     target_sha256: str
     source_sha256: str
     reference_sha256: str | None
-    models: Mapping[str, str]       # manifest name -> SHA-256 of every model the render loads
+    #: manifest name -> SHA-256 of every model the render loads; key -> SHA-256 of every file a
+    #: processor's option names (``background.image``)
+    models: Mapping[str, str]
     versions: Mapping[str, str]     # render, ffmpeg, onnxruntime, opencv, numpy, mkvmerge
 
 
@@ -110,6 +113,8 @@ class RenderPlan:
     explicit: tuple[str, ...] = ()    # the keys given on the command line
     #: the encoded frames' size where the chain's frame steps change it (None: the decoded size)
     out_size: tuple[int, int] | None = None
+    #: the output carries the chain's matte as its alpha channel (frames are encoded from bgra)
+    alpha: bool = False
 
     @property
     def output_size(self) -> tuple[int, int]:
@@ -200,33 +205,36 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                 times: FrameTimes, identity: Identity, legacy_vsync: bool = False,
                 metadata: Sequence[tuple[str, str]] = (),
                 hw: Mapping[str, bool] | None = None,
-                resize: Callable[[int, int], tuple[int, int]] | None = None) -> RenderPlan:
+                resize: Callable[[int, int], tuple[int, int]] | None = None,
+                matte: str = "") -> RenderPlan:
     """The plan of rendering ``target`` with the face of ``source`` into ``output``; ``resize``:
-    the size the chain's frames come out at for a decoded size (its frame steps')."""
+    the size the chain's frames come out at for a decoded size (its frame steps'); ``matte``:
+    where the chain's matte should go (``FrameProcessor.matte``; "" for a chain without one)."""
     values = config_values(cfg)
     ident = asdict(identity)
+    alpha = carries_alpha(output, matte)
     if info.is_image:
         key = job_key(cfg, identity)
         work = work_dir_for(output, key)
         width, height = info.width, info.height
-        out = _out_size(resize, width, height)
+        out = _out_size(resize, width, height, image=True)
         decode = ffargs.decode_args(info, legacy_vsync=legacy_vsync)
         image = ffargs.image_encode_args(output, width=(out or (width, height))[0],
-                                         height=(out or (width, height))[1])
+                                         height=(out or (width, height))[1], alpha=alpha)
         seg = SegmentPlan(0, 0, 1, output.name, tuple(decode), tuple(image))
         return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="image", target=str(target),
                           source=str(source), output=str(output), work_dir=str(work), start=0, end=1,
                           total=1, partial=False, fps=str(info.fps), cfr=True, width=width,
                           height=height, scale_height=None, encode={}, segments=(seg,),
                           assembly=None, image_encode=tuple(image), config=values, identity=ident,
-                          explicit=tuple(sorted(cfg.explicit)), out_size=out)
+                          explicit=tuple(sorted(cfg.explicit)), out_size=out, alpha=alpha)
 
     start, end, partial = frame_range(cfg, info, times)
     scale_height = cfg.preview_height if cfg.preview and info.height > cfg.preview_height else None
     width, height = ffargs.decoded_size(info, scale_height)
     out = _out_size(resize, width, height)
     out_w, out_h = out or (width, height)
-    video, family = encode_settings(cfg, output, hw)
+    video, family = encode_settings(cfg, output, hw, alpha=alpha)
     hwaccel = "cuda" if cfg.decode.hwaccel in ("cuda", "auto") and (hw or {}).get("cuda") else None
     enc = asdict(video)
     enc["extra"] = list(video.extra)
@@ -254,7 +262,7 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     # in one pass: the finished file, which the assembly only verifies, marks and moves
     whole = len(bounds) == 1 and times.cfr
     rate = grid_rate(times, fps) if times.cfr else None
-    seg_ext = output.suffix if whole else ffargs.SEGMENT_MUXERS[family][1]
+    seg_ext = output.suffix if whole else ffargs.segment_muxer(family, video.codec)[1]
     segments = []
     inexact = info.container.split(",")[0] in INEXACT_SEEK
     readable = min(times.count, times.readable)
@@ -319,13 +327,63 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                       end=end, total=times.count, partial=partial, fps=str(fps), cfr=times.cfr,
                       width=width, height=height, scale_height=scale_height, encode=enc,
                       segments=tuple(segments), assembly=assembly, expect=expect, config=values,
-                      identity=ident, explicit=tuple(sorted(cfg.explicit)), out_size=out)
+                      identity=ident, explicit=tuple(sorted(cfg.explicit)), out_size=out,
+                      alpha=alpha)
 
 
-def _out_size(resize: Callable[[int, int], tuple[int, int]] | None, width: int, height: int
-              ) -> tuple[int, int] | None:
-    """The chain's output size for frames of ``width`` × ``height``; None where it is theirs."""
+def carries_alpha(output: Path, matte: str) -> bool:
+    """Whether ``output`` gets the chain's matte as its alpha channel: where its format carries
+    one (png, webp, webm, mov) and the matte may go there (``auto``, ``alpha``); ``alpha`` for
+    a format without one is a usage error before any work."""
+    if not matte or matte == "fill":
+        return False
+    final = Path(ffargs.final_path(output))
+    if final.suffix.lower() in ffargs.ALPHA_FORMATS:
+        return True
+    if matte == "alpha":
+        raise UsageError(f"background.output=alpha: {final.name} cannot carry an alpha "
+                         f"channel: write .png, .webp, .webm or .mov, or set "
+                         f"background.output=fill")
+    return False
+
+
+#: the largest frame a video render writes: H.264 level 6.2's, the highest level (MaxFS 139264
+#: macroblocks of 16 × 16, 8192 × 4352), with no side over 8192 px (what H.265 and hardware
+#: decoders take too); an image's sides: WebP's 16383 px, the least of the image encoders'
+MAX_VIDEO_SIDE = 8192
+MAX_VIDEO_MACROBLOCKS = 139264
+MAX_IMAGE_SIDE = 16383
+
+
+def frame_size_problem(width: int, height: int, *, image: bool = False) -> str | None:
+    """Why frames of ``width`` × ``height`` cannot be encoded (the rule above); None when they
+    can."""
+    if image:
+        if max(width, height) > MAX_IMAGE_SIDE:
+            return f"an image is written at most {MAX_IMAGE_SIDE} px a side"
+        return None
+    blocks = -(-width // 16) * -(-height // 16)
+    if max(width, height) > MAX_VIDEO_SIDE or blocks > MAX_VIDEO_MACROBLOCKS:
+        return (f"a video is written at most {MAX_VIDEO_SIDE} px a side and "
+                f"{MAX_VIDEO_MACROBLOCKS} macroblocks of 16 x 16 px (H.264 level 6.2: "
+                f"8192x4352; this is {blocks})")
+    return None
+
+
+def _out_size(resize: Callable[[int, int], tuple[int, int]] | None, width: int, height: int,
+              *, image: bool = False) -> tuple[int, int] | None:
+    """The chain's output size for frames of ``width`` × ``height``; None where it is theirs.
+    A size the chain's frame steps make that cannot be encoded is a usage error here, before
+    any work folder or output exists."""
     if resize is None:
         return None
     out = tuple(int(v) for v in resize(width, height))
-    return None if out == (width, height) else out
+    if out == (width, height):
+        return None
+    why = frame_size_problem(*out, image=image)
+    if why is not None:
+        raise UsageError(f"the chain's frame steps make {width}x{height} frames "
+                         f"{out[0]}x{out[1]}: {why}. Use a smaller scale "
+                         f"(frame_enhance.model=real_esrgan_x2), or a smaller target (scale it "
+                         f"down first, or preview=true)")
+    return out

@@ -40,3 +40,14 @@ def test_the_realistic_set_uses_the_counts():
     # hyperswap's architecture is not published: it is given inswapper's cost, and says so
     assert model_costs.ASSUMED["hyperswap_1a_256"] == "inswapper_128"
     assert "ReSwapper issue 12" in model_costs.__doc__
+
+
+def test_the_frame_enhancers_counts():
+    """Real-ESRGAN's and SPAN's parameters are the published ones; x2 pixel-unshuffles its input,
+    so at 256 px it costs what x4 costs at 128 px but for its first conv's 12 channels in."""
+    for name, published in model_costs.PUBLISHED_PARAMS.items():
+        assert model_costs.UNPINNED[name]().params / 1e6 == pytest.approx(published, rel=0.01)
+    x2, x4 = model_costs.rrdbnet(2, 256), model_costs.rrdbnet(4, 128)
+    assert x2.macs - x4.macs == (12 - 3) * 64 * 9 * 128 * 128
+    assert model_costs.gflops("real_esrgan_x4") == pytest.approx(
+        4 * model_costs.gflops("real_esrgan_x2"), rel=0.05)

@@ -104,6 +104,11 @@ class LoadedModels:
                 width, height = p.output_size(width, height)
         return width, height
 
+    def matte_step(self) -> FrameProcessor | None:
+        """The chain's last step that makes a matte (a background remover), or None."""
+        return next((p for p in reversed(self.processors)
+                     if isinstance(p, FrameProcessor) and p.matte), None)
+
     def _with_models(self) -> list[ChainProcessor]:
         return [p for p in self.processors if p.model is not None]
 
@@ -246,7 +251,10 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
         _check_contract(entry, key, allowed)
         return entry
 
-    models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=strategy(cfg.execution),
+    settings = strategy(cfg.execution)
+    for p in processors:
+        p.memory = settings
+    models = LoadedModels(cfg=cfg, store=store, factory=factory, settings=settings,
                           threads=threads, detector_entry=detector_entry, detector=detector,
                           embedder_entry=embedder_entry, embedder=Embedder(lazy(embedder_entry)),
                           processors=processors,

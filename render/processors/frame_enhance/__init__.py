@@ -23,8 +23,8 @@ class FrameEnhance:
                             keyed=_KEYED)
     blend: float = option(0.8, "share of the enhanced frame over the frame resized to the new "
                           "size (linear)", min=0.0, max=1.0, keyed=_KEYED)
-    tile: int = option(0, "tile edge in input pixels, context included; 0: the model's own where "
-                       "its input is fixed, else the memory strategy's", min=0, max=4096,
+    tile: int = option(0, "tile edge in input pixels, context included; 0: the model's own (its "
+                       "graph's fixed side, else its manifest tile)", min=0, max=4096,
                        keyed=_KEYED)
     overlap: int = option(16, "input pixels by which neighbouring tiles overlap: the tiles' "
                           "results are cross-faded over them", min=0, max=512, keyed=_KEYED)
