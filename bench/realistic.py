@@ -16,6 +16,7 @@ xseg_1             27.6         67            one call per face (``mask.occluder
 bisenet_resnet_34  46.9         89            one call per face (``mask.parser``)
 2dfan4             50.5         93            one call per face (``landmark.model``)
 real_esrgan_x2     588          64 (counted)  one call per 256-px tile: 24 a 720p frame
+modnet             31.1         25 (counted)  one call per frame (``processors=background``)
 yunet              real                       ``shared/models/face_detection_yunet.onnx``
 ================== ============ ============= =========================================
 
@@ -62,6 +63,13 @@ FRAME_STANDIN = {"scale": 2, "tile": 256, "pad": 16, "context": 8,
                  "weights_mb": round(model_costs.counted_mib(FRAME_MODEL), 1)}
 #: the frame case's chain over FaceFusion's settings: the swap, then the x2 enhancer
 FRAME_SETTINGS = {"processors": "swap,frame_enhance", "frame_enhance.model": FRAME_MODEL}
+#: the background remover of the 720p case: MODNet's input side, normalisation, counted cost and
+#: weights; its chain: the remover, then the swap (the output is an MP4: laid over the fill)
+MATTING_MODEL = "modnet"
+MATTING_STANDIN = {"size": 512, "mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5),
+                   "gflops": round(model_costs.gflops(MATTING_MODEL), 1),
+                   "weights_mb": round(model_costs.counted_mib(MATTING_MODEL), 1)}
+MATTING_SETTINGS = {"processors": "background,swap", "background.model": MATTING_MODEL}
 
 #: the settings of the side-by-side comparison with FaceFusion 3.8.1 (issue 13): reference
 #: selection, box mask, yunet at 640, fp32 swapper, the floor's encoder settings, CPU provider
@@ -78,10 +86,13 @@ PROFILE_SETTINGS = {p: {"profile": p, "detect.model": "yunet"} for p in ("low", 
 
 def case_settings(name: str) -> dict[str, str]:
     """A realistic case's settings: ``real-720p-low`` (…-moderate, …-high) its profile's own,
-    ``real-720p-frame-x2`` FaceFusion's with the x2 frame enhancer after the swap, the others
+    ``real-720p-frame-x2`` FaceFusion's with the x2 frame enhancer after the swap,
+    ``real-720p-background`` with the background remover before it, the others
     FaceFusion's (``EQUAL_SETTINGS``)."""
     if name.endswith("-frame-x2"):
         return {**EQUAL_SETTINGS, **FRAME_SETTINGS}
+    if name.endswith("-background"):
+        return {**EQUAL_SETTINGS, **MATTING_SETTINGS}
     return dict(PROFILE_SETTINGS.get(name.rsplit("-", 1)[-1], EQUAL_SETTINGS))
 
 
@@ -94,10 +105,12 @@ def real_models(home: Path, log) -> Path:
     the stand-in models' source and the costs above are unchanged."""
     import render.standins as standins
     from render.standins.frame_enhancers import write_frame_enhancers
+    from render.standins.matting import write_matting
 
     src = b"".join(p.read_bytes() for p in sorted(Path(standins.__file__).parent.glob("*.py"))
                    if p.name not in ("media.py", "readback.py"))
-    key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB, FRAME_STANDIN)).encode()
+    key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB, FRAME_STANDIN,
+                                             MATTING_STANDIN)).encode()
                          + YUNET.read_bytes()).hexdigest()[:12]
     d = home / f"models-real-{key}"
     if (d / "manifest.yaml").is_file():
@@ -109,6 +122,7 @@ def real_models(home: Path, log) -> Path:
     t0 = time.perf_counter()
     standins.write_standins(tmp, gflops=REAL_GFLOPS, weights_mb=REAL_WEIGHTS_MB, yunet=YUNET)
     write_frame_enhancers(tmp, {FRAME_MODEL: FRAME_STANDIN})
+    write_matting(tmp, MATTING_MODEL, **MATTING_STANDIN)
     os.replace(tmp, d)
     log(f"  realistic models: written in {time.perf_counter() - t0:.0f}s ({d})")
     return d
@@ -209,6 +223,8 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
             tiling, per_call = proc.tiling()
             tiles = np.stack([frame[:tiling.tile, :tiling.tile]] * per_call)
             work[proc.name] = lambda proc=proc, tiles=tiles: proc.enhance_tiles(tiles)
+        elif getattr(proc, "matte", ""):    # a background remover: one frame's matte
+            work[proc.name] = lambda proc=proc: proc.matte_of(frame)
     out: dict[str, float] = {}
     for name, fn in work.items():
         lazy = sessions[name]

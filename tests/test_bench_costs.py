@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import model_costs, realistic
+from bench import frame_costs, model_costs, realistic
 
 #: how far params × 4 bytes may fall from the pinned size (2dfan4's file also holds its heatmap
 #: decoding's index grids, 2.3 MB without MACs: the count is 2.5 % short there)
@@ -42,12 +42,13 @@ def test_the_realistic_set_uses_the_counts():
     assert "ReSwapper issue 12" in model_costs.__doc__
 
 
-def test_the_frame_enhancers_counts():
-    """Real-ESRGAN's and SPAN's parameters are the published ones; x2 pixel-unshuffles its input,
-    so at 256 px it costs what x4 costs at 128 px but for its first conv's 12 channels in."""
-    for name, published in model_costs.PUBLISHED_PARAMS.items():
-        assert model_costs.UNPINNED[name]().params / 1e6 == pytest.approx(published, rel=0.01)
-    x2, x4 = model_costs.rrdbnet(2, 256), model_costs.rrdbnet(4, 128)
+def test_the_frame_models_counts():
+    """Real-ESRGAN's, SPAN's and MODNet's parameters are the published ones; x2 pixel-unshuffles
+    its input, so at 256 px it costs what x4 costs at 128 px but for its first conv's 12
+    channels in."""
+    for name, published in frame_costs.PUBLISHED_PARAMS.items():
+        assert frame_costs.UNPINNED[name]().params / 1e6 == pytest.approx(published, rel=0.01)
+    x2, x4 = frame_costs.rrdbnet(2, 256), frame_costs.rrdbnet(4, 128)
     assert x2.macs - x4.macs == (12 - 3) * 64 * 9 * 128 * 128
     assert model_costs.gflops("real_esrgan_x4") == pytest.approx(
         4 * model_costs.gflops("real_esrgan_x2"), rel=0.05)

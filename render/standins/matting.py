@@ -10,6 +10,7 @@ by undoing the model's normalisation (so a wrong mean or std shows as a wrong ma
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -71,3 +72,25 @@ def make_matting(path: PathLike, *, size: int = 512, contract: str = "matting",
                                             [1, channels, size, size])]
     return finish(g, "matting_standin", inputs, outputs, path,
                   doc=f"{contract} stand-in: the matte is the input's green channel")
+
+
+def write_matting(dir: PathLike, name: str, *, size: int, mean: Sequence[float],
+                  std: Sequence[float], gflops: float = 0.0, weights_mb: float = 0.0) -> dict:
+    """Write a ``matting`` stand-in as ``name`` into ``dir`` and add its entry to
+    ``dir/manifest.yaml`` (created when missing); returns the entry."""
+    import yaml
+
+    from render.files import sha256_file
+
+    d = Path(dir)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{name}.onnx"
+    make_matting(path, size=size, mean=mean, std=std, gflops=gflops, weights_mb=weights_mb)
+    entry = {"file": path.name, "sha256": sha256_file(path), "licence": "MIT",
+             "commercial_use": True, "contract": "matting", "template": None, "input_size": size,
+             "precision": "fp32", "params": {"mean": list(mean), "std": list(std)}}
+    manifest = d / "manifest.yaml"
+    doc = yaml.safe_load(manifest.read_text()) if manifest.is_file() else {"version": 1}
+    doc.setdefault("models", {})[name] = entry
+    manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return entry
