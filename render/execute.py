@@ -269,6 +269,7 @@ class Executor:
         t0 = time.perf_counter()
         with FrameReader(seg.decode, plan.width, plan.height) as reader, \
                 FrameWriter(encode, tmp, name=f"segment {seg.index} of {Path(plan.output).name}",
+                            width=plan.output_size[0], height=plan.output_size[1],
                             channels=4 if plan.alpha else 3) as writer:
             prepare = self._stoppable(self._with_policy(stage.prepare, reader, writer), check)
             frames = stream(reader, writer.write, prepare,
@@ -343,7 +344,9 @@ class Executor:
         with AtomicOutput(plan.output) as out:
             encode = list(seg.encode[:-1]) + [out.tmp_path]
             with FrameReader(seg.decode, plan.width, plan.height) as reader, \
-                    FrameWriter(encode, out.tmp_path, channels=4 if plan.alpha else 3) as writer:
+                    FrameWriter(encode, out.tmp_path, width=plan.output_size[0],
+                                height=plan.output_size[1],
+                                channels=4 if plan.alpha else 3) as writer:
                 frames = stream(reader, writer.write, self._stoppable(stage.process),
                                 frames_in_flight=self.frames_in_flight, times=times,
                                 progress=_Frames(None, self.hooks.progress, 0, 1))
