@@ -2,6 +2,7 @@
 leaves the old file or the new one, never half of one."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -9,6 +10,7 @@ import os
 import socket
 import stat
 from pathlib import Path
+from typing import Iterator
 
 from .errors import MediaError
 
@@ -124,3 +126,27 @@ class FileHashes:
             same = False
         if not same:
             raise MediaError(f"{what} {path} changed while rendering; run again")
+
+
+@contextlib.contextmanager
+def locked_beside(path: Path) -> Iterator[None]:
+    """Serialise the processes that write ``path``: a kernel lock on ``<path>.lock`` (released
+    with its holder), the lock file removed afterwards (a waiter that locked a file removed
+    meanwhile locks the new one)."""
+    lock_path = path.with_name(path.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fh = open(lock_path, "a+b")
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            if os.fstat(fh.fileno()).st_ino == os.stat(lock_path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        fh.close()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+        fh.close()

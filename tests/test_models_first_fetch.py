@@ -11,7 +11,7 @@ import yaml
 
 from conftest import model_args, run_cli
 from render.errors import ModelError
-from render.models import commands, first_fetch as first_fetch_mod, manifest as manifest_mod
+from render.models import commands, manifest as manifest_mod
 from render.models.manifest import load_manifest
 from render.models.store import ModelStore
 from test_models_fetch import FAST, blob, leftovers, server  # noqa: F401 - the fixture
@@ -41,7 +41,6 @@ def model(server, tmp_path, monkeypatch):
         "template": None, "input_size": 64, "precision": "fp32",
         "params": {"scale": 2, "tile": 64, "pad": 8, "context": 4}, "confirmed": False}}}))
     monkeypatch.setattr(manifest_mod, "SHIPPED_MANIFEST", shipped)
-    monkeypatch.setattr(first_fetch_mod, "SHIPPED_MANIFEST", shipped)
     return data
 
 
@@ -53,7 +52,8 @@ def run(argv, tmp_path):
 
 
 def local_entry(tmp_path) -> dict:
-    return yaml.safe_load((tmp_path / "models" / "manifest.yaml").read_text())["models"][NAME]
+    """The pin the first fetch wrote in the local manifest's ``pins:``."""
+    return yaml.safe_load((tmp_path / "models" / "manifest.yaml").read_text())["pins"][NAME]
 
 
 def store(tmp_path) -> ModelStore:
@@ -83,10 +83,13 @@ def test_first_fetch_pins_the_file_in_the_local_manifest(server, model, tmp_path
     assert (models / f"{NAME}.onnx").read_bytes() == model
     assert leftovers(models) == ["manifest.yaml", f"{NAME}.onnx"]   # no partial, no lock
     pin = local_entry(tmp_path)
-    assert (pin["sha256"], pin["size"], pin["confirmed"]) == (sha, len(model), False)
+    assert (pin["file"], pin["sha256"], pin["size"]) == (f"{NAME}.onnx", sha, len(model))
     assert pin["note"].startswith("pinned at first fetch after FaceFusion's CRC32 "
                                   f"{crc32(model).decode()}")
-    assert pin["params"] == {"scale": 2, "tile": 64, "pad": 8, "context": 4}  # the entry, whole
+    assert set(pin) == {"file", "sha256", "size", "note"}      # the pin only: the rest ships
+    resolved = load_manifest(models).get(NAME)
+    assert (resolved.sha256, resolved.size, resolved.confirmed) == (sha, len(model), False)
+    assert resolved.params == {"scale": 2, "tile": 64, "pad": 8, "context": 4}
     # the .hash first, then the file, both from the primary
     assert [p for p, _ in server.requests] == [f"/rel/{NAME}.hash", f"/rel/{NAME}.onnx"]
     st = store(tmp_path)
@@ -94,6 +97,23 @@ def test_first_fetch_pins_the_file_in_the_local_manifest(server, model, tmp_path
     row = list_row(tmp_path)
     assert "verified (pinned at first fetch)" in row and "not pinned" not in row
     assert "unconfirmed" not in row and "40.0 kB" in row
+
+
+def test_a_pin_gives_only_its_hash_and_a_pin_shipped_later_wins(server, model, tmp_path):
+    """The pin keeps the rest of the entry shipped: a later release's params reach a machine that
+    pinned the file before; once a release ships the SHA-256, the local pin is stale and left
+    aside (as is a pin for another file)."""
+    run(["fetch", NAME], tmp_path)
+    models = tmp_path / "models"
+    shipped = yaml.safe_load(manifest_mod.SHIPPED_MANIFEST.read_text())
+    shipped["models"][NAME]["params"]["tile"] = 128
+    manifest_mod.SHIPPED_MANIFEST.write_text(yaml.safe_dump(shipped))
+    entry = load_manifest(models).get(NAME)
+    assert entry.params["tile"] == 128 and entry.sha256 == hashlib.sha256(model).hexdigest()
+    shipped["models"][NAME].update(sha256="ab" * 32, size=7, confirmed=True)
+    manifest_mod.SHIPPED_MANIFEST.write_text(yaml.safe_dump(shipped))
+    entry = load_manifest(models).get(NAME)
+    assert (entry.sha256, entry.size, entry.confirmed) == ("ab" * 32, 7, True)
 
 
 def test_later_fetches_verify_against_the_pin(server, model, tmp_path):

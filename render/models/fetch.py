@@ -36,6 +36,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from render.errors import ModelError
+from render.files import locked_beside
 
 from .manifest import Manifest, ModelEntry
 from .store import CHUNK, ModelStore, hash_file, pinned_at_first_fetch
@@ -77,30 +78,9 @@ def _bar(entry: ModelEntry, progress: bool):
                 desc=entry.name, disable=not enabled, leave=False, dynamic_ncols=True)
 
 
-@contextlib.contextmanager
-def _locked(dest: Path) -> Iterator[None]:
-    """Serialise fetches of the same file between processes (Linux/macOS; no-op elsewhere)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    lock_path = dest.with_name(dest.name + ".lock")
-    while True:
-        fh = open(lock_path, "a+b")
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:  # the holder before us may have removed the file we locked: lock the new one
-            if os.fstat(fh.fileno()).st_ino == os.stat(lock_path).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        fh.close()
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock_path.unlink()
-        fh.close()
+def _locked(dest: Path):
+    """Serialise fetches of the same file between processes."""
+    return locked_beside(dest)
 
 
 def _store(models_dir: Path, stamp_dir: Path | None) -> ModelStore | None:

@@ -17,7 +17,6 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
-import os
 import re
 import time
 import zlib
@@ -28,7 +27,7 @@ from render.errors import ModelError
 
 from .fetch import (_copy, _delay, _download_any, _host, _into_place, _locked, _NextUrl,
                     _not_in, _partial_path, _Retry, _retry_after, _session, _store)
-from .manifest import LOCAL_MANIFEST_NAME, SHIPPED_MANIFEST, ModelEntry, read_manifest_file, \
+from .manifest import LOCAL_MANIFEST_NAME, ModelEntry, read_manifest_file, \
     write_local_entries
 from .store import CHUNK, FIRST_FETCH_NOTE, ModelStore
 
@@ -172,18 +171,13 @@ def _pin(entry: ModelEntry, dest: Path, sha: str, size: int, crc: str, crc_from:
     pinned = dataclasses.replace(entry, sha256=sha, size=size, confirmed=False, note=note)
     models_dir = dest.parent
     try:
-        with _locked(models_dir / LOCAL_MANIFEST_NAME):  # other fetches write their pins too
-            path = write_local_entries(models_dir, [pinned])
+        path = write_local_entries(models_dir, pins={entry.name: {
+            "file": entry.file, "sha256": sha, "size": size, "note": note}})
     except ModelError as exc:
         raise ModelError(
             f"model {entry.name} is in place at {dest} but not pinned ({exc}): run `render "
             f"models fetch {entry.name}` again once the manifest can be written (the file is "
             f"pinned then without downloading it again)") from None
-    if entry.origin is not None and os.path.abspath(entry.origin) not in (
-            os.path.abspath(SHIPPED_MANIFEST), os.path.abspath(path)):
-        log.warning("model %s comes from %s, which is layered over %s: its pin there stays "
-                    "hidden until you put sha256: %s and size: %d in %s", entry.name,
-                    entry.origin, path, sha, size, entry.origin)
     if store is not None:
         store.write_stamp(dest, sha)
     log.info("model %s is in place at %s, pinned at first fetch in %s (crc32 %s matched; "

@@ -1,6 +1,9 @@
 """The model manifest: every model a profile can name, pinned by SHA-256.
 
-Layering (later entries with the same name replace earlier ones whole):
+Layering (later entries with the same name replace earlier ones whole; a ``pins:`` section of a
+later layer only gives an earlier entry that ships with ``sha256: null`` its SHA-256, size and
+note — what ``render models fetch`` takes at a first fetch — so the rest of the entry stays the
+shipped one, and a pin that ships later wins):
 
 1. the shipped ``models/manifest.yaml`` at the repository root;
 2. ``<models_dir>/manifest.yaml`` if it exists (user models, ``render models convert`` output);
@@ -32,6 +35,7 @@ Format (``version: 1``)::
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 import re
@@ -42,7 +46,7 @@ import yaml
 
 import render
 from render.errors import ModelError
-from render.files import write_atomic
+from render.files import locked_beside, write_atomic
 from render.faces.align import TEMPLATES as ALIGN_TEMPLATES
 from render.faces.contracts import DETECTORS, EMBEDDERS
 from render.landmarks.registry import LANDMARKS
@@ -280,9 +284,10 @@ def read_manifest_file(path: Path) -> dict[str, ModelEntry]:
         return {}
     if not isinstance(data, Mapping):
         raise ModelError(f"{path}: a manifest must be a mapping with `version: 1` and `models:`")
-    unknown = sorted(set(data) - {"version", "models"})
+    unknown = sorted(set(data) - {"version", "models", "pins"})
     if unknown:
-        raise ModelError(f"{path}: unknown top-level key {unknown[0]!r}: use `version` and `models`")
+        raise ModelError(f"{path}: unknown top-level key {unknown[0]!r}: use `version`, `models` "
+                         f"and `pins`")
     version = data.get("version", 1)
     if version != 1:
         raise ModelError(f"{path}: manifest version {version!r} is not supported: use version: 1")
@@ -290,6 +295,29 @@ def read_manifest_file(path: Path) -> dict[str, ModelEntry]:
     if not isinstance(models, Mapping):
         raise ModelError(f"{path}: `models` must map model names to entries")
     return {str(name): _entry(path, str(name), raw) for name, raw in models.items()}
+
+
+def read_pins(path: Path) -> dict[str, dict[str, Any]]:
+    """The ``pins:`` section of a manifest file: name → file, sha256, size and note."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    pins = data.get("pins") or {}
+    if not isinstance(pins, Mapping):
+        raise ModelError(f"{path}: `pins` must map model names to their file, sha256 and size")
+    out = {}
+    for name, pin in pins.items():
+        if not isinstance(pin, Mapping) or not _SHA_RE.match(str(pin.get("sha256", ""))) or \
+                not isinstance(pin.get("file"), str) or not isinstance(pin.get("size"), int):
+            raise _bad(path, str(name), "pins", "must give file, sha256 (64 hex) and size")
+        out[str(name)] = dict(pin)
+    return out
+
+
+def _pinned(entry: ModelEntry, pin: Mapping[str, Any], path: Path) -> ModelEntry:
+    """``entry`` (shipped with no SHA-256) with the pin a first fetch took for its file."""
+    if entry.sha256 or pin["file"] != entry.file:
+        return entry            # a pin shipped since, or another file: the pin is stale
+    return dataclasses.replace(entry, sha256=pin["sha256"], size=pin["size"],
+                               note=pin.get("note") or entry.note, origin=path)
 
 
 def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
@@ -300,6 +328,7 @@ def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
         paths.append(local)
     paths.extend(Path(p).expanduser() for p in extra)
     entries: dict[str, ModelEntry] = {}
+    pins: dict[str, tuple[dict[str, Any], Path]] = {}
     seen: list[Path] = []
     for path in paths:
         if path in seen:
@@ -311,6 +340,10 @@ def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
                 log.debug("model %s from %s replaces the one from %s", name, path,
                           entries[name].origin)
             entries[name] = entry
+        pins.update((name, (pin, path)) for name, pin in read_pins(path).items())
+    for name, (pin, path) in pins.items():
+        if name in entries:
+            entries[name] = _pinned(entries[name], pin, path)
     for entry in entries.values():
         for precision, target in entry.variants.items():
             if target not in entries:
@@ -323,17 +356,30 @@ def load_manifest(models_dir: Path, extra: Iterable[Path] = ()) -> Manifest:
     return Manifest(entries, seen)
 
 
-def write_local_entries(models_dir: Path, entries: Iterable[ModelEntry]) -> Path:
-    """Add or replace entries in ``<models_dir>/manifest.yaml`` (atomic rewrite)."""
+def write_local_entries(models_dir: Path, entries: Iterable[ModelEntry] = (),
+                        pins: Mapping[str, Mapping[str, Any]] | None = None) -> Path:
+    """Add or replace entries (and first-fetch ``pins``) in ``<models_dir>/manifest.yaml``
+    (atomic rewrite, under its lock)."""
     path = Path(models_dir) / LOCAL_MANIFEST_NAME
+    with locked_beside(path):
+        return _write_local(path, list(entries), dict(pins or {}))
+
+
+def _write_local(path: Path, entries: list[ModelEntry],
+                 pins: dict[str, Mapping[str, Any]]) -> Path:
     data: dict[str, Any] = {"version": 1, "models": {}}
     if path.is_file():
         read_manifest_file(path)  # validate before touching it
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         data["models"] = dict(loaded.get("models") or {})
+        if loaded.get("pins") or pins:
+            data["pins"] = dict(loaded.get("pins") or {})
+    elif pins:
+        data["pins"] = {}
     for entry in entries:
         data["models"][entry.name] = entry.to_dict()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    for name, pin in pins.items():
+        data["pins"][name] = dict(pin)
     header = ("# Local model manifest, layered over the shipped models/manifest.yaml.\n"
               "# Written by `render models convert`/`fetch from=`; you may add your own entries.\n")
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
