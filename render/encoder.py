@@ -9,7 +9,7 @@ from typing import Mapping
 from . import media as ffargs
 from .config import Config
 from .errors import UsageError
-from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK
+from .media.formats import CODECS, PRESETS, SOFTWARE_FALLBACK, has_alpha
 
 #: encoder threads when ``encode.threads=0``: pinned, because x264/x265/vpx output depends on the
 #: thread count, and the bytes must not depend on the machine's cores
@@ -32,6 +32,10 @@ def _alpha_settings(cfg: Config, output: Path) -> ffargs.EncodeSettings:
     if "encode.codec" in cfg.explicit and enc.codec != codec:
         raise UsageError(f"encode.codec={enc.codec}: the matte goes into {output.suffix} files as "
                          f"alpha only with {codec} (leave encode.codec out, or set "
+                         f"background.output=fill)")
+    if "encode.pix_fmt" in cfg.explicit and enc.pix_fmt != pix_fmt:
+        raise UsageError(f"encode.pix_fmt={enc.pix_fmt}: the matte goes into {output.suffix} "
+                         f"files as alpha only in {pix_fmt} (leave encode.pix_fmt out, or set "
                          f"background.output=fill)")
     threads = enc.threads or PINNED_ENCODE_THREADS
     if codec == "prores_ks":
@@ -59,6 +63,11 @@ def encode_settings(cfg: Config, output: Path, hw: Mapping[str, bool] | None = N
     _, family = ffargs.output_format(output)
     if alpha:
         return _alpha_settings(cfg, output), family
+    if has_alpha(cfg.encode.pix_fmt):
+        raise UsageError(f"encode.pix_fmt={cfg.encode.pix_fmt} has an alpha channel, and this "
+                         f"render makes none: the background remover's matte is written as "
+                         f"alpha (processors=background,... with a .webm, .mov, .png or .webp "
+                         f"output)")
     legal = CODECS[family]
     enc = cfg.encode
     codec, crf, preset = enc.codec, enc.crf, enc.preset

@@ -201,12 +201,19 @@ class FaceStage:
                               (first.template, first.size) if first is not None else None)
         ready = Ready(frames, dropped=len(entries) - len(kept))
         if self.debug is not None and self.debug.overlay:     # drawn, not swapped: not counted
-            ready.rest = (lambda: self.debug.draw(kept)) if kept else None
+            ready.rest = (lambda: self._overlay(kept, frames)) if kept else None
         elif faces or (kept and self._frame_steps):
             self.times.faces += len(faces)
             self.times.frames_touched += len({i for i, _ in faces})
             ready.rest = lambda: self.swap(frames, faces, colours)
         return ready
+
+    def _overlay(self, kept: list[FrameFaces], frames: list[np.ndarray]) -> None:
+        """debug.overlay: what the stage saw drawn into the frames, which then go through the
+        frame steps only (the output has the chain's size and alpha)."""
+        self.debug.draw(kept)
+        if self._frame_steps:
+            self.swap(frames, [])
 
     def _colours(self, entries: list[FrameFaces], kept: list[FrameFaces]) -> list:
         """The smoothed target colour of every face ``_hand_on`` passes on, in its order; every

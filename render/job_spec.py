@@ -23,7 +23,7 @@ from .config import SCHEMA, load_config, parse_overrides, unknown_key_message
 from .errors import UsageError
 
 PATH_KEYS = ("source", "target", "output", "output_dir", "input_dir", "select.reference",
-             "models.dir", "cache_dir", "lock_dir", "mark.cert", "mark.key")
+             "models.dir", "cache_dir", "lock_dir", "mark.cert", "mark.key", "background.image")
 
 
 def absolute(settings: dict[str, str], base: Path) -> dict[str, str]:

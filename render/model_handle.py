@@ -118,12 +118,24 @@ def accepts_batch(shape: list) -> bool:
 def run_batched(fn: Callable[..., np.ndarray], crops: np.ndarray, batch: int,
                 max_batch: int | None, extra: np.ndarray | None = None) -> np.ndarray:
     """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed
-    one; ``extra`` (one row per crop) is cut into the same chunks and passed along."""
+    one (a last chunk short of it is filled with copies of its last row, their results
+    dropped); ``extra`` (one row per crop) is cut into the same chunks and passed along."""
     step = max(1, batch) if max_batch is None else max_batch
-    if extra is None:
-        return np.concatenate([fn(crops[i:i + step]) for i in range(0, len(crops), step)])
-    return np.concatenate([fn(crops[i:i + step], extra[i:i + step])
-                           for i in range(0, len(crops), step)])
+    out = []
+    for i in range(0, len(crops), step):
+        args = [crops[i:i + step]] + ([extra[i:i + step]] if extra is not None else [])
+        n = len(args[0])
+        if max_batch is not None and n < max_batch:
+            args = [fill_batch(a, max_batch) for a in args]
+        out.append(fn(*args)[:n])
+    return np.concatenate(out)
+
+
+def fill_batch(rows: np.ndarray, size: int) -> np.ndarray:
+    """``rows`` with copies of its last row up to ``size`` rows (a graph of a fixed batch)."""
+    if len(rows) >= size:
+        return rows
+    return np.concatenate([rows, np.repeat(rows[-1:], size - len(rows), axis=0)])
 
 
 def load_class(where: str) -> type:

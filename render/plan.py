@@ -382,8 +382,9 @@ def _out_size(resize: Callable[[int, int], tuple[int, int]] | None, width: int, 
         return None
     why = frame_size_problem(*out, image=image)
     if why is not None:
+        smaller = "a smaller scale (frame_enhance.model=real_esrgan_x2), or " \
+            if out[0] > 2 * width else ""
         raise UsageError(f"the chain's frame steps make {width}x{height} frames "
-                         f"{out[0]}x{out[1]}: {why}. Use a smaller scale "
-                         f"(frame_enhance.model=real_esrgan_x2), or a smaller target (scale it "
+                         f"{out[0]}x{out[1]}: {why}. Use {smaller}a smaller target (scale it "
                          f"down first, or preview=true)")
     return out

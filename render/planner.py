@@ -6,7 +6,6 @@ import functools
 import json
 import logging
 import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__, report, versions
@@ -51,8 +50,8 @@ class Planner:
         return Identity(target_sha256=sha(job.target), source_sha256=sha(job.source),
                         reference_sha256=sha(ref) if ref is not None else None,
                         models={**{e.name: e.sha256 for e in self.models.entries()},
-                                **{key: sha(Path(path)) for p in self.models.processors
-                                   for key, path in p.files().items()}},
+                                **{key: digest for p in self.models.processors
+                                   for key, digest in p.files().items()}},
                         versions=versions.keyed(vfr=vfr, mark=self.cfg.marked))
 
     def plan(self, job: Job) -> RenderPlan:

@@ -72,7 +72,7 @@ def test_every_shipped_matting_model_is_normalised_as_its_manifest_says(tmp_path
 
 def test_the_frame_is_padded_to_a_square_not_stretched(tmp_path):
     """An odd-sized frame with a green square: in the model's input the square stays square
-    and the padding repeats the frame's edge rows; the matte comes back at the frame's place."""
+    and the padding mirrors the frame about its edge; the matte comes back at the frame's place."""
     remover = _remover(tmp_path, size=111)
     frame = np.zeros((217, 333, 3), np.uint8)
     frame[80:140, 150:210] = (0, 255, 0)
@@ -116,6 +116,11 @@ def test_despill_and_fill_as_the_formulas_say(tmp_path):
     expected_g = g + (np.minimum(g, 0.5 * (b + r)) - g) * (128 / 255)
     assert np.abs(out[..., 1] - np.rint(expected_g)).max() <= 1
     assert np.array_equal(out[..., 0], frame[..., 0]) and np.array_equal(out[..., 2], frame[..., 2])
+    # a blue screen pulls the blue channel only (the screen's R,G,B land on B,G,R)
+    out = despill(frame, (0, 0, 255))
+    expected_b = np.minimum(b, 0.5 * (g + r))
+    assert np.abs(out[..., 0] - np.rint(expected_b)).max() <= 1
+    assert np.array_equal(out[..., 1:], frame[..., 1:])
 
     remover = _remover(tmp_path, size=48, fill="255,0,10", despill="")
     filled = remover.bind(False)([frame])[0]
@@ -228,6 +233,14 @@ def test_alpha_asked_of_mp4_is_one_line_and_nothing_is_written(matting, standin_
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert "cannot carry an alpha channel" in lines[-1] and "background.output=fill" in lines[-1]
     assert not (tmp / "out").exists() or not any((tmp / "out").iterdir())
+    # an alpha pixel format with nothing that makes a matte, and one without alpha for a matte
+    for keys, says in ((("processors=swap", "encode.pix_fmt=yuva420p"), "makes none"),
+                       (("processors=background,swap", "encode.pix_fmt=yuv420p"),
+                        "only in yuva420p")):
+        out, r = _render(tmp, standin_models, overlay, "clip.mp4", "no.webm", *keys)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        assert r.returncode == 2 and says in lines[-1], r.stderr
+        assert not (tmp / "out").exists() or not any((tmp / "out").iterdir())
 
 
 def test_alpha_bytes_are_the_same_on_any_schedule(matting, standin_models):

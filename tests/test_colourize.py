@@ -22,7 +22,8 @@ from render.errors import ModelError
 from render.files import sha256_file
 from render.model_handle import ModelEntry, ProcessorModel
 from render.processors.colourize import PROCESSOR
-from render.processors.colourize.colourizer import DDColor, DeOldify, pad_square
+from render.processors.colourize.colourizer import DDColor, DeOldify
+from render.processors.squares import pad_square
 from render.sessions import SessionFactory
 from render.standins import colourizers, media
 
@@ -286,6 +287,22 @@ def test_a_deoldify_render_of_an_image_lists_its_options(colour_render):
     plain_rep = json.loads(Path(f"{plain}.report.json").read_text())
     assert "size" not in next(m for m in plain_rep["models"] if m["role"] == "colourize")
     assert plain_rep["job_key"] != rep["job_key"]
+
+
+def test_colour_match_after_the_colouriser_is_refused_in_one_line(colour_render):
+    """swap.color_match measures the target's colour on the frame as decoded: after the
+    colouriser it would give the faces the grey's colours back. One line, nothing written."""
+    tmp, models, overlay, _ = colour_render
+    out = tmp / "matched" / "colour.mp4"
+    r = run_cli("profile=low", f"source={tmp / 'source.png'}", f"target={tmp / 'clip.mp4'}",
+                f"output={out}", f"models.dir={models}", f"models.manifest={overlay}",
+                f"cache_dir={tmp / 'cache'}", "lock.device=none", "progress=off",
+                "processors=colourize,swap", "colourize.model=ddcolor_standin",
+                "swap.color_match=lab")
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 2 and "colour match" in lines[-1], r.stderr
+    assert "put colourize after swap" in lines[-1]
+    assert not (tmp / "matched").exists() or not any((tmp / "matched").iterdir())
 
 
 # -- the counted cost per call ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import threading
 import time
 from datetime import datetime
@@ -43,7 +44,17 @@ def media(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory, standin_models, signing):
-    return Classroom(tmp_path_factory.mktemp("classroom"), standin_models, signing)
+    """A classroom whose models are the stand-ins plus the extras' (the x2 frame enhancer and
+    the background remover), so the page offers both."""
+    from render.standins.frame_enhancers import write_frame_enhancers
+    from render.standins.matting import write_matting
+
+    root = tmp_path_factory.mktemp("classroom")
+    models = root / "models"
+    shutil.copytree(standin_models, models)
+    write_frame_enhancers(models, {"real_esrgan_x2": {"scale": 2, "tile": 64, "context": 4}})
+    write_matting(models, "modnet", size=64, mean=(0.5,) * 3, std=(0.5,) * 3)
+    return Classroom(root, models, signing)
 
 
 @pytest.fixture(scope="module")
@@ -274,6 +285,7 @@ def test_a_student_may_add_the_upscale_and_the_background_removal(room, server, 
     profile's own steps between) and, with the background removed, an output that carries
     alpha; the job's view names them."""
     bo = student(room, server, "bo")
+    assert bo.get("/api/settings").json()["extras"] == ["upscale", "background"]
     r = bo.submit(media.face, media.clip, extras=("upscale", "background"))
     assert r.status_code == 201, r.text
     job = r.json()
@@ -287,6 +299,20 @@ def test_a_student_may_add_the_upscale_and_the_background_removal(room, server, 
     assert plain["extras"] == []
     for j in (job, plain):
         assert bo.delete(f"/api/jobs/{j['id']}").status_code == 204
+
+
+def test_extras_without_their_models_are_not_offered(standin_models, tmp_path):
+    """A server whose models folder lacks an extra's model does not offer it, and a form that
+    ticks it anyway gets one line naming the model and the command that fetches it."""
+    from render.config import load_config
+    from render.web.extras import available, unavailable
+
+    cfg = load_config({"models.dir": str(standin_models), "cache_dir": str(tmp_path)}, env={})
+    offered = available(cfg)
+    assert offered == []
+    line = unavailable({"upscale": "yes"}, offered)
+    assert "real_esrgan_x2 is not fetched" in line and "render models fetch real_esrgan_x2" in line
+    assert unavailable({"upscale": "no", "background": ""}, offered) is None
 
 
 def test_openapi_describes_the_api(server):

@@ -198,6 +198,20 @@ def _step_processor(step: Step, manifest: Any) -> tuple[Processor, str]:
     return found, "processors"
 
 
+def _check_colour_match(cfg: Config, processors: list[ChainProcessor]) -> None:
+    """A face step's colour match measures the target's colour on the frame as decoded: after a
+    step that gives the frame other colours it would undo them on the faces."""
+    for k, step in enumerate(processors):
+        if isinstance(step, FrameProcessor) and step.recolours:
+            later = next((p for p in processors[k + 1:] if isinstance(p, FaceProcessor)
+                          and p.colour_crop is not None), None)
+            if later is not None:
+                raise ConfigError(
+                    f"processors={','.join(cfg.processors)}: {later.name}'s colour match would "
+                    f"give the faces the target's colours from before {step.name}: put "
+                    f"{step.name} after {later.name}, or set {later.name}.color_match=off")
+
+
 def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     """Verify every model ``cfg`` needs and wire detector, embedder and the chain; their
     sessions on a GPU provider run on CUDA device ``device_id`` (None: device 0)."""
@@ -241,6 +255,7 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
         needs = {name: model_for(resolved[(name, "fp32")]) for name in entry.needs}
         processors.append(registry.driver(processor, entry.contract)(step,
                                                                       model_for(entry, needs)))
+    _check_colour_match(cfg, processors)
     if not any(isinstance(p, FaceProcessor) for p in processors):
         raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
                           f"(enhance runs only with enhance.enabled=true)")

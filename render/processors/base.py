@@ -62,8 +62,8 @@ class ChainProcessor:
         return self.model.lazy
 
     def files(self) -> dict[str, str]:
-        """The files its options name whose bytes decide its output (``background.image``), by
-        key: they enter the job key by their SHA-256."""
+        """The SHA-256 of the bytes it read from the files its options name
+        (``background.image``), by key: they enter the job key."""
         return {}
 
     def record(self) -> dict[str, Any]:
@@ -128,6 +128,9 @@ class FrameProcessor(ChainProcessor):
     #: (the output's alpha channel where its format carries one, else laid over a fill),
     #: "alpha" (the alpha channel or a usage error), "fill" (always the fill)
     matte = ""
+    #: it gives the frame other colours (a colouriser): a face step's colour match after it
+    #: would match the faces to the colours it replaced
+    recolours = False
 
     def output_size(self, width: int, height: int) -> tuple[int, int]:
         """The size of its frames out for frames of ``width`` × ``height`` in."""

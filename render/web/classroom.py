@@ -34,7 +34,7 @@ from .accounts import Accounts, User
 from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
-from .extras import extra_settings, result_suffix
+from .extras import available, extra_settings, result_suffix, unavailable
 from .uploads import FaceFinder, Received, check_source, check_target, result_extension
 from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 
@@ -72,6 +72,10 @@ class Classroom:
     # -- settings ----------------------------------------------------------------------------------
     def settings(self) -> ClassSettings:
         return class_settings.load(self.db)
+
+    def extras(self) -> list[str]:
+        """What a student may add here (upscale, background): those whose model is in place."""
+        return available(self.cfg)
 
     def save_settings(self, values: Mapping[str, Any]) -> ClassSettings:
         try:
@@ -182,6 +186,9 @@ class Classroom:
                                    f"{', '.join(settings.allowed_profiles)})")
             if fields.get("consent", "").lower() not in ("yes", "on", "true", "1"):
                 raise Refused(422, f"tick the consent box: \"{CONSENT}\"")
+            missing = unavailable(fields, self.extras())
+            if missing:
+                raise Refused(422, missing)
             for name in ("source", "target"):
                 f = received.files.get(name)
                 if f is None:

@@ -278,6 +278,7 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
     def get_settings(c: Caller = Depends(member)) -> dict[str, Any]:
         data = classroom.settings().to_dict()
         data["consent_statement"] = CONSENT
+        data["extras"] = classroom.extras()
         if c.user.teacher:
             data["profiles"] = profile_names()
         return data

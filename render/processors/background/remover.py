@@ -1,7 +1,9 @@
-"""The background remover as a frame processor: the frame padded to a square (never stretched),
-normalised as its model was trained (the manifest's ``params``: mean and std per RGB channel
-after /255), the model's matte cropped back to the frame; then the despill, and the matte either
-as the frame's alpha channel or laid over the fill (a colour or a picture).
+"""The background remover as a frame processor: the frame padded to a square, never stretched
+(``processors.squares``), shrunk to the model's side with INTER_AREA (FaceFusion's linear
+resize aliases at 1080p), normalised as its model was trained (the manifest's ``params``: mean
+and std per RGB channel after /255), the model's matte cropped back to the frame; then the
+despill, and the matte either as the frame's alpha channel or laid over the fill (a colour or a
+picture).
 
 Contracts (FaceFusion 3.8.1's background_remover): ``matting`` — ``input`` (1,3,S,S) →
 ``[0]`` (1,1,S,S) in [0,1]; ``matting-u2net-cloth`` — ``[0]`` (1,C,S,S) class scores, any class
@@ -10,15 +12,18 @@ key from the green screen, → (matte, frame) by position, the frame replacing t
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ConfigError, ModelError
+from ...faces.swap import input_dtype
 from ...model_handle import ProcessorModel
 from ..base import FrameProcessor, FramesFn
 from ..spec import Step
+from ..squares import crop_back, pad_square
 
 
 def parse_colour(text: str, key: str, channels: tuple[int, ...] = (3, 4)) -> tuple[int, ...]:
@@ -32,13 +37,6 @@ def parse_colour(text: str, key: str, channels: tuple[int, ...] = (3, 4)) -> tup
                                                     else "")
         raise ConfigError(f"{key}={text}: expected {shape} with each value 0-255")
     return values
-
-
-def square_pad(width: int, height: int) -> tuple[int, int, int, int]:
-    """(top, bottom, left, right) that centre a ``width`` × ``height`` frame in a square."""
-    side = max(width, height)
-    top, left = (side - height) // 2, (side - width) // 2
-    return top, side - height - top, left, side - width - left
 
 
 def despill(bgr: np.ndarray, colour: tuple[int, ...]) -> np.ndarray:
@@ -73,6 +71,7 @@ class BackgroundRemover(FrameProcessor):
         entry = model.entry
         self.contract = entry.contract
         self.side = int(entry.input_size or 512)
+        self._fixed: int | None = None
         self.mean = np.array(entry.params.get("mean", (0.0, 0.0, 0.0)), np.float32)
         self.std = np.array(entry.params.get("std", (1.0, 1.0, 1.0)), np.float32)
         opts = step.options
@@ -81,18 +80,24 @@ class BackgroundRemover(FrameProcessor):
         self.despill = parse_colour(str(opts["despill"]), "background.despill") \
             if opts["despill"] else None
         self.picture_path = str(opts["image"])
-        self.picture = self._read_picture(self.picture_path) if self.picture_path else None
+        self.picture, self.picture_sha256 = self._read_picture(self.picture_path) \
+            if self.picture_path else (None, "")
 
     @staticmethod
-    def _read_picture(path: str) -> np.ndarray:
-        picture = cv2.imread(path, cv2.IMREAD_COLOR) if Path(path).is_file() else None
+    def _read_picture(path: str) -> tuple[np.ndarray, str]:
+        """The picture and the SHA-256 of the bytes it was decoded from."""
+        try:
+            data = Path(path).expanduser().read_bytes()
+        except OSError:
+            data = b""
+        picture = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
         if picture is None:
             raise ConfigError(f"background.image={path}: not a picture render can read (png, "
                               f"jpg, webp, bmp or tiff)")
-        return picture
+        return picture, hashlib.sha256(data).hexdigest()
 
     def files(self) -> dict[str, str]:
-        return {"background.image": self.picture_path} if self.picture is not None else {}
+        return {"background.image": self.picture_sha256} if self.picture is not None else {}
 
     def describe_matte(self, alpha: bool) -> str:
         if alpha:
@@ -115,37 +120,48 @@ class BackgroundRemover(FrameProcessor):
         """The frame's matte (float32 in [0,1], the frame's size) and, for a model that gives
         one, its frame (BGR uint8), else None."""
         height, width = bgr.shape[:2]
-        top, bottom, left, right = square_pad(width, height)
-        padded = cv2.copyMakeBorder(bgr, top, bottom, left, right, cv2.BORDER_REPLICATE)
-        side = padded.shape[0]
-        shrink = cv2.INTER_AREA if side > self.side else cv2.INTER_LINEAR
-        rgb = cv2.resize(padded, (self.side, self.side), interpolation=shrink)[..., ::-1]
+        padded = pad_square(bgr)
+        side = self._side()
+        shrink = cv2.INTER_AREA if padded.shape[0] > side else cv2.INTER_LINEAR
+        rgb = cv2.resize(padded, (side, side), interpolation=shrink)[..., ::-1]
         x = (rgb.astype(np.float32) / np.float32(255.0) - self.mean) / self.std
         x = x.transpose(2, 0, 1)[None]
         if self.contract == "matting-corridor-key":
-            x = np.concatenate([x, self._coarse_key(padded, shrink)[None, None]], axis=1)
-        outputs = self.lazy.run({"input": np.ascontiguousarray(x, np.float32)})
-        raw = outputs[0][0]
+            x = np.concatenate([x, self._coarse_key(padded, side, shrink)[None, None]], axis=1)
+        inp = self.lazy.session.get_inputs()[0]
+        outputs = self.lazy.run({inp.name: np.ascontiguousarray(x, input_dtype(inp.type))})
+        raw = outputs[0][0].astype(np.float32)
         if self.contract == "matting-u2net-cloth":
             matte = (np.argmax(raw, axis=0) > 0).astype(np.float32)
         else:
-            matte = np.clip(raw.reshape(self.side, self.side), 0.0, 1.0).astype(np.float32)
-
-        def back(image: np.ndarray) -> np.ndarray:
-            grown = cv2.resize(image, (side, side), interpolation=cv2.INTER_LINEAR)
-            return grown[top:top + height, left:left + width]
+            matte = np.clip(raw.reshape(side, side), 0.0, 1.0)
         keyed = None
         if self.contract == "matting-corridor-key":
-            frame = np.clip(np.rint(outputs[1][0].transpose(1, 2, 0) * 255.0), 0, 255)
-            keyed = np.ascontiguousarray(back(frame.astype(np.uint8))[..., ::-1])
-        return np.clip(back(matte), 0.0, 1.0), keyed
+            frame = np.clip(np.rint(outputs[1][0].astype(np.float32).transpose(1, 2, 0) * 255.0),
+                            0, 255).astype(np.uint8)
+            keyed = np.ascontiguousarray(crop_back(frame, height, width)[..., ::-1])
+        return np.clip(crop_back(matte, height, width), 0.0, 1.0), keyed
 
-    def _coarse_key(self, padded: np.ndarray, shrink: int) -> np.ndarray:
+    def _side(self) -> int:
+        """The model's input side: the graph's where it is fixed (a manifest's other
+        ``input_size`` is one line), else the manifest's."""
+        if self._fixed is None:
+            shape = list(self.lazy.session.get_inputs()[0].shape)
+            fixed = shape[2] if len(shape) == 4 and isinstance(shape[2], int) else 0
+            if fixed and fixed != self.side:
+                raise ModelError(f"background.model={self.step.model}: its graph takes "
+                                 f"{fixed}-px frames, its manifest entry says input_size "
+                                 f"{self.side}: correct the entry")
+            self._fixed = fixed or self.side
+        return self._fixed
+
+    @staticmethod
+    def _coarse_key(padded: np.ndarray, side: int, shrink: int) -> np.ndarray:
         """corridor_key's fourth channel: 1 − clip(2·(G − max(R, B))), at full size, resized."""
         x = padded.astype(np.float32) / np.float32(255.0)
         bias = x[..., 1] - np.maximum(x[..., 0], x[..., 2])
         coarse = 1.0 - np.clip(2.0 * bias, 0.0, 1.0)
-        return cv2.resize(coarse, (self.side, self.side), interpolation=shrink)
+        return cv2.resize(coarse, (side, side), interpolation=shrink)
 
     def _frame(self, frame: np.ndarray, alpha: bool) -> np.ndarray:
         bgr = np.ascontiguousarray(frame[..., :3])

@@ -34,12 +34,11 @@ from ...faces.blob import owned_float32
 from ...faces.swap import input_dtype
 from ...model_handle import ProcessorModel, accepts_batch, run_batched
 from ..base import FrameProcessor
+from ..squares import crop_back, pad_square
 from ..spec import Step
 
 log = logging.getLogger(__name__)
 
-#: how the frame is padded to its square (docs/frame-processors.md)
-PAD = cv2.BORDER_REFLECT_101
 #: mean HSV saturation (0..255) of the first frames above which the target is told to have colour
 COLOURFUL = 16
 #: how many of the first frames are measured, and the step between the pixels measured
@@ -47,27 +46,10 @@ _MEASURED_FRAMES = 8
 _MEASURED_STEP = 4
 
 
-def square(height: int, width: int) -> tuple[int, int, int]:
-    """The padded square of a ``width`` × ``height`` frame: its side and the frame's top and left
-    offsets in it (centred; an odd remainder goes to the bottom or right)."""
-    side = max(height, width)
-    return side, (side - height) // 2, (side - width) // 2
-
-
-def pad_square(image: np.ndarray) -> np.ndarray:
-    """``image`` (H, W[, C]) padded to its square (:func:`square`) with :data:`PAD`."""
-    height, width = image.shape[:2]
-    side, top, left = square(height, width)
-    return cv2.copyMakeBorder(image, top, side - height - top, left, side - width - left, PAD)
-
-
 def back_to_frame(planes: np.ndarray, height: int, width: int) -> np.ndarray:
-    """A model output (C, s, s) float → (height, width, C) float: resized to the frame's padded
-    square (INTER_LINEAR) and the frame cropped out of it."""
-    side, top, left = square(height, width)
-    hwc = np.ascontiguousarray(planes.transpose(1, 2, 0))
-    big = cv2.resize(hwc, (side, side), interpolation=cv2.INTER_LINEAR)
-    return big.reshape(side, side, -1)[top:top + height, left:left + width]
+    """A model output (C, s, s) float → (height, width, C) float (:func:`squares.crop_back`)."""
+    out = crop_back(planes.transpose(1, 2, 0), height, width)
+    return out.reshape(height, width, -1)
 
 
 def lightness(bgr: np.ndarray) -> np.ndarray:
@@ -95,6 +77,8 @@ class Colourizer(FrameProcessor):
     and the line about a target with colour. A subclass gives the model's input from the padded
     grey (:meth:`model_input`) and the a, b of its output at the frame's size (:meth:`colours`)."""
 
+    recolours = True
+
     def __init__(self, step: Step, model: ProcessorModel) -> None:
         super().__init__(step, model)
         self.size = int(step.options["size"])
@@ -118,7 +102,8 @@ class Colourizer(FrameProcessor):
             return list(frames)
         x = np.stack([self.model_input(pad_square(cv2.cvtColor(
             np.ascontiguousarray(f[..., :3]), cv2.COLOR_BGR2GRAY))) for f in frames])
-        outputs = run_batched(self._infer, x, len(frames), self._max_batch())
+        batch = self.memory.batch_size if self.memory is not None else 1
+        outputs = run_batched(self._infer, x, batch, self._max_batch())
         return [self._finish(frame, out) for frame, out in zip(frames, outputs)]
 
     def _max_batch(self) -> int | None:

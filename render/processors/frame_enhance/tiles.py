@@ -9,10 +9,10 @@ shows along a straight line, and the frame's edges are enhanced next to black. H
   result is discarded (as FaceFusion discards it), around a *core* of ``tile − 2·context`` px
   whose result is kept;
 - neighbouring cores overlap by ``overlap`` px, and over the overlap the two results are
-  cross-faded by raised-cosine ramps that sum to 1. The weights are separable (a tile's weight
+  cross-faded by smoothstep ramps (3t² − 2t³) that sum to 1. The weights are separable (a tile's weight
   is its row's ramp times its column's), so where four cores meet the four weights still sum
   to 1. A difference between two tiles' results is spread over the overlap instead of stepping
-  at one line: a step of D levels between two tiles becomes at most D·π/(2·R) levels between
+  at one line: a step of D levels between two tiles becomes at most 1.5·D/R levels between
   neighbouring output pixels, R being the ramp's length in output pixels;
 - the frame is padded by reflection (its own pixels mirrored at its edge), ``pad`` px more than
   the context, so the frame's edge is not a core's edge either; what lands outside the frame
@@ -78,7 +78,7 @@ class Tiling:
 
     def weights(self, n: int) -> list[np.ndarray]:
         """Each of ``n`` tiles' weights along an axis, over its core's output pixels: 1 where no
-        other core overlaps it, a raised-cosine ramp across each overlap (its length the overlap,
+        other core overlaps it, a smoothstep ramp across each overlap (its length the overlap,
         or the stride where that is shorter, so no point has more than two ramps), 0 past the
         ramp into its neighbour's core. Neighbours' ramps sum to 1 at every pixel."""
         s = self.scale
@@ -86,7 +86,7 @@ class Tiling:
         ramp = min(self.overlap, self.stride) * s
         lead = (overlap - ramp) // 2              # the ramp sits in the middle of the overlap
         t = (np.arange(ramp, dtype=np.float64) + 0.5) / max(ramp, 1)
-        up = 0.5 - 0.5 * np.cos(np.pi * t)
+        up = t * t * (3.0 - 2.0 * t)       # smoothstep: exact IEEE arithmetic on every CPU
         down = 1.0 - up
         out = []
         for i in range(n):

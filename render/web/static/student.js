@@ -12,6 +12,10 @@
   const profile = document.getElementById("profile");
   for (const name of settings.allowed_profiles) profile.append(C.el("option", { value: name }, name));
   document.getElementById("consent-text").textContent = settings.consent_statement;
+  const extras = settings.extras || [];
+  for (const extra of ["upscale", "background"])
+    document.getElementById(extra).closest("label").hidden = !extras.includes(extra);
+  document.getElementById("extras").hidden = extras.length === 0;
   document.getElementById("limits").textContent =
     `Limits: ${settings.max_upload_mb} MiB per file, clips up to ${settings.max_clip_seconds} s, ` +
     `${settings.max_queued_jobs} job(s) queued at once; results are kept ${settings.retention_days} days.`;
@@ -26,7 +30,7 @@
     const data = new FormData();
     data.append("profile", profile.value);
     data.append("consent", document.getElementById("consent").checked ? "yes" : "no");
-    for (const extra of ["upscale", "background"])
+    for (const extra of extras)
       data.append(extra, document.getElementById(extra).checked ? "yes" : "no");
     data.append("source", document.getElementById("source").files[0]);
     data.append("target", document.getElementById("target").files[0]);
