@@ -10,7 +10,6 @@ overlaps and the blend are computed here from their definitions, not taken from 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import onnxruntime as ort
 import pytest
 
 from render.errors import ConfigError
-from render.files import sha256_file
 from render.memory import STRATEGIES
 from render.model_handle import ModelEntry, ProcessorModel
 from render.plan import frame_size_problem
@@ -31,6 +29,7 @@ from render import standins
 from render.standins import media
 from render.standins.frame_enhancers import make_frame_enhancer, write_frame_enhancers
 
+from schedules import on_every_schedule
 from conftest import run_cli
 
 H, W = 217, 333                 # odd on purpose: no tile count divides them
@@ -283,23 +282,8 @@ def test_a_render_at_twice_the_size_has_the_same_bytes_on_any_schedule(world):
     """Segments one at a time on one lane, two at once on two lanes, two shards assembled, a
     render resumed from half its segments: the same bytes, at 640x360 in the file, the plan and
     the report."""
-    sums = []
-    for n, keys in enumerate((["execution.parallel_segments=1", "execution.lanes=1"],
-                              ["execution.parallel_segments=2", "execution.lanes=2"])):
-        out, _ = _render(world, f"schedule-{n}", "segment.seconds=0.5", *keys)
-        sums.append(sha256_file(out))
-    _render(world, "sharded", "segment.seconds=0.5", "shard=1/2")
-    _render(world, "sharded", "segment.seconds=0.5", "shard=0/2")
-    out, _ = _render(world, "sharded", "segment.seconds=0.5", "shard.count=2",
-                     command=("assemble",))
-    sums.append(sha256_file(out))
-    _render(world, "resumed", "segment.seconds=0.5", "shard=0/2")
-    out, _ = _render(world, "resumed", "segment.seconds=0.5")
-    rep = json.loads(Path(f"{out}.report.json").read_text())
-    states = [seg["state"] for seg in rep["segments"]]
-    assert "resumed" in states and "rendered" in states, states
-    sums.append(sha256_file(out))
-    assert len(set(sums)) == 1, sums
+    out, rep = on_every_schedule(lambda folder, *keys, command=(): _render(
+        world, folder, "segment.seconds=0.5", *keys, command=command)[0])
 
     p = media.probe_counts(out)
     assert (p.width, p.height, p.frames) == (640, 360, 50)

@@ -22,6 +22,7 @@ from render.cpu import int8_fast
 from render.files import sha256_file
 from render.standins import media
 
+from schedules import on_every_schedule
 from conftest import ROOT, cli_env, run_cli
 
 SHARED_YUNET = ROOT.parent / "shared" / "models" / "face_detection_yunet.onnx"
@@ -178,7 +179,6 @@ def test_int8_bytes_are_the_same_on_any_schedule(converted):
     render resumed from half its segments: the same bytes (the same output name in each folder:
     the mark signs the name)."""
     tmp, models, clip, _ = converted
-    sums = []
 
     def render(folder: str, *keys: str, command: tuple[str, ...] = ()) -> Path:
         out = tmp / folder / "clip.mp4"
@@ -188,19 +188,7 @@ def test_int8_bytes_are_the_same_on_any_schedule(converted):
                     "swap.precision=int8", "segment.seconds=0.5", "execution.providers=cpu", *keys)
         assert r.returncode == 0, r.stderr
         return out
-    for n, keys in enumerate((["execution.parallel_segments=1", "execution.lanes=1"],
-                              ["execution.parallel_segments=2", "execution.lanes=2"])):
-        sums.append(sha256_file(render(f"schedule-{n}", *keys)))
-    render("sharded", "shard=1/2")
-    render("sharded", "shard=0/2")
-    sums.append(sha256_file(render("sharded", "shard.count=2", command=("assemble",))))
-    render("resumed", "shard=0/2")          # half the segments committed, then the whole render
-    resumed = render("resumed")
-    states = [seg["state"] for seg in json.loads(Path(f"{resumed}.report.json").read_text())[
-        "segments"]]
-    assert "resumed" in states and "rendered" in states, states
-    sums.append(sha256_file(resumed))
-    assert len(set(sums)) == 1, sums
+    on_every_schedule(render)
 
 
 def test_profile_auto_takes_int8_where_the_cpu_has_vnni(converted):
