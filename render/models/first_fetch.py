@@ -25,8 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from render.errors import ModelError
 
-from .fetch import (_copy, _delay, _download_any, _host, _into_place, _locked, _NextUrl,
-                    _not_in, _partial_path, _Retry, _retry_after, _session, _store)
+from .download import (NextUrl, Retry, copy_file, delay, download_any, host, into_place, locked,
+                       not_in, partial_path, retry_after, session_for, store_for)
 from .manifest import LOCAL_MANIFEST_NAME, ModelEntry, read_manifest_file, \
     write_local_entries
 from .store import CHUNK, FIRST_FETCH_NOTE, ModelStore
@@ -81,13 +81,13 @@ def _crc_attempt(session, url: str, timeout: float) -> str:
                                timeout=(timeout, timeout))
     except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
             requests.exceptions.InvalidSchema) as exc:
-        raise _NextUrl(f"bad URL ({exc})") from None
+        raise NextUrl(f"bad URL ({exc})") from None
     with response:
         code = response.status_code
         if code in (408, 429) or code >= 500:
-            raise _Retry(f"HTTP {code}", _retry_after(response.headers.get("Retry-After")))
+            raise Retry(f"HTTP {code}", retry_after(response.headers.get("Retry-After")))
         if code != 200:
-            raise _NextUrl(f"HTTP {code}")
+            raise NextUrl(f"HTTP {code}")
         body = b""
         for chunk in response.iter_content(HASH_MAX + 1):
             body += chunk
@@ -95,7 +95,7 @@ def _crc_attempt(session, url: str, timeout: float) -> str:
                 break
     crc = _crc_text(body)
     if crc is None:
-        raise _NextUrl(f"{hash_name(urlsplit(url).path).rsplit('/', 1)[-1]} is not a CRC32 "
+        raise NextUrl(f"{hash_name(urlsplit(url).path).rsplit('/', 1)[-1]} is not a CRC32 "
                        f"(8 lowercase hex digits)")
     return crc
 
@@ -109,17 +109,17 @@ def _get_crc(session, url: str, *, timeout: float, retries: int, backoff: float)
     while True:
         try:
             return _crc_attempt(session, url, timeout)
-        except _NextUrl:
+        except NextUrl:
             raise
-        except (_Retry, requests.RequestException, urllib3.exceptions.HTTPError) as exc:
-            reason = str(exc) if isinstance(exc, _Retry) else type(exc).__name__
+        except (Retry, requests.RequestException, urllib3.exceptions.HTTPError) as exc:
+            reason = str(exc) if isinstance(exc, Retry) else type(exc).__name__
             failures += 1
             if failures > retries:
-                raise _NextUrl(f"{reason} after {failures} attempts") from None
-            delay = _delay(failures, backoff, exc)
+                raise NextUrl(f"{reason} after {failures} attempts") from None
+            wait = delay(failures, backoff, exc)
             log.warning("getting a CRC32 from %s failed (%s); retry %d/%d in %.1fs",
-                        _host(url), reason, failures, retries, delay)
-            time.sleep(delay)
+                        host(url), reason, failures, retries, wait)
+            time.sleep(wait)
 
 
 def _published_crc(entry: ModelEntry, session, *, timeout: float, retries: int,
@@ -130,10 +130,10 @@ def _published_crc(entry: ModelEntry, session, *, timeout: float, retries: int,
     for url in entry.urls:
         try:
             return _get_crc(session, hash_url(url), timeout=timeout, retries=retries,
-                            backoff=backoff), _host(url)
-        except _NextUrl as exc:
-            failures.append(f"{_host(url)}: {exc}")
-            log.warning("cannot get the CRC32 of %s from %s (%s)%s", entry.name, _host(url), exc,
+                            backoff=backoff), host(url)
+        except NextUrl as exc:
+            failures.append(f"{host(url)}: {exc}")
+            log.warning("cannot get the CRC32 of %s from %s (%s)%s", entry.name, host(url), exc,
                         "; trying the mirror" if url != entry.urls[-1] else "")
     raise ModelError(
         f"model {entry.name} is not pinned yet and FaceFusion's CRC32 of it "
@@ -196,7 +196,7 @@ def first_fetch(entry: ModelEntry, models_dir: Path, *, folder: Path | None = No
     models_dir = Path(models_dir).expanduser()
     src = Path(folder).expanduser() / entry.file if folder is not None else None
     if src is not None and not src.is_file():
-        raise _not_in(entry, src.parent)
+        raise not_in(entry, src.parent)
     if src is None and not entry.urls:
         raise ModelError(
             f"model {entry.name} is not pinned yet and has no download URL: put {entry.file} "
@@ -207,8 +207,8 @@ def first_fetch(entry: ModelEntry, models_dir: Path, *, folder: Path | None = No
         read_manifest_file(layer)  # a broken layer stops the fetch before anything is downloaded
     models_dir.mkdir(parents=True, exist_ok=True)
     dest = models_dir / entry.file
-    store = _store(models_dir, stamp_dir)
-    with _locked(dest), (_session(session) if src is None else
+    store = store_for(models_dir, stamp_dir)
+    with locked(dest), (session_for(session) if src is None else
                          contextlib.nullcontext()) as session:
         if src is None:
             crc, crc_from = _published_crc(entry, session, timeout=timeout, retries=retries,
@@ -223,13 +223,13 @@ def first_fetch(entry: ModelEntry, models_dir: Path, *, folder: Path | None = No
                 return _pin(entry, dest, sha, size, crc, crc_from, store)
             log.warning("model %s at %s does not match FaceFusion's CRC32; replacing it",
                         entry.name, dest)
-        partial = _partial_path(dest)
+        partial = partial_path(dest)
         if src is None:
-            _, where = _download_any(entry, partial, session, models_dir, timeout=timeout,
+            _, where = download_any(entry, partial, session, models_dir, timeout=timeout,
                                      retries=retries, backoff=backoff, progress=progress)
         else:
             log.info("copying %s from %s", entry.name, src.parent)
-            _copy(src, partial, models_dir)
+            copy_file(src, partial, models_dir)
             where = str(src)
         got, sha, size = crc32_file(partial)
         if got != crc:
@@ -240,5 +240,5 @@ def first_fetch(entry: ModelEntry, models_dir: Path, *, folder: Path | None = No
                 f"{'download' if src is None else 'copy'} was deleted and nothing was pinned: "
                 f"run `render models fetch {entry.name}` again, and report it if it fails the "
                 f"same way")
-        _into_place(partial, dest)
+        into_place(partial, dest)
         return _pin(entry, dest, sha, size, crc, crc_from, store)
