@@ -4,7 +4,8 @@
 The stand-in models are those of the tests and the benchmark (``render.standins``): tiny ONNX
 graphs with the production models' exact I/O contracts, so the whole pipeline runs without
 downloading real weights. They "swap" a face by tinting it; real faces need the real models
-(render models fetch).
+(render models fetch). The frame enhancer's stand-in doubles the frame (nearest neighbour), the
+background remover's matte is the picture's green channel.
 
     python scripts/make_demo.py [DIR]        (default: ./demo)
 """
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from render import standins
 from render.standins import media
+from render.standins.frame_enhancers import write_frame_enhancers
+from render.standins.matting import write_matting
 
 
 def main(argv: list[str]) -> int:
@@ -26,6 +29,10 @@ def main(argv: list[str]) -> int:
     (out / "in").mkdir(parents=True, exist_ok=True)
     (out / "out").mkdir(parents=True, exist_ok=True)
     standins.write_standins(out / "models")
+    # the whole-frame processors' defaults (processors=background,swap,frame_enhance)
+    write_frame_enhancers(out / "models", {"real_esrgan_x2": {"scale": 2, "tile": 256, "pad": 16,
+                                                             "context": 8}})
+    write_matting(out / "models", "modnet", size=512, mean=(0.5,) * 3, std=(0.5,) * 3)
     media.make_source_image(out / "in" / "source.jpg")
     media.make_clip(out / "in" / "clip.mp4", width=1280, height=720, seconds=10.0)
     sys.stdout.write(f"wrote {out}/in/clip.mp4 (10 s, 1280x720, audio), {out}/in/source.jpg and "
