@@ -150,6 +150,8 @@ def _identity():
      "or swapper-ghost or swapper-hyperswap or swapper-inswapper or swapper-simswap or "
      "swapper-simswap-unofficial or swapper-uniface", 4),
     ("enhance", "processors=enhance: no face processor to run (enhance runs only with", 2),
+    ("colourize", "processors=colourize: no face processor to run (frame steps (colourize) run "
+     "beside a face step: add swap)", 2),
 ])
 def test_a_chain_naming_no_processor_fails_in_one_line(workdir, standin_models, chain, message,
                                                        code):

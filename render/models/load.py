@@ -218,6 +218,12 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     store = model_store(cfg)
     steps = chain_steps(cfg)
     kinds = [_step_processor(step, store.manifest) for step in steps]
+    if not any(processor.kind == "face" for processor, _ in kinds):
+        frames = [processor.name for processor, _ in kinds]
+        why = (f"frame steps ({', '.join(frames)}) run beside a face step: add swap"
+               if frames else "enhance runs only with enhance.enabled=true")
+        raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
+                          f"({why})")
     factory = SessionFactory(cfg.execution, cfg.cache_path, device_id=device_id)
     precision = auto_precision(store.manifest,
                                factory.providers[0] == "CPUExecutionProvider")
@@ -256,9 +262,6 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
         processors.append(registry.driver(processor, entry.contract)(step,
                                                                       model_for(entry, needs)))
     _check_colour_match(cfg, processors)
-    if not any(isinstance(p, FaceProcessor) for p in processors):
-        raise ConfigError(f"processors={','.join(cfg.processors)}: no face processor to run "
-                          f"(enhance runs only with enhance.enabled=true)")
 
     def entry_for(key: str, name: str, allowed: frozenset[str]) -> ModelEntry:
         written = cfg.mask.precision if key.startswith("mask.") else cfg.landmark.precision
