@@ -39,6 +39,11 @@ def spec(help: str, *, choices: Sequence[str] | None = None, min: float | None =
             "multiple": multiple, "env": env, "keyed": keyed, "auto": auto}
 
 
+def precision_option(whose: str, keyed: str = "unless-default") -> Any:
+    """A ``precision`` key (:data:`PRECISIONS`, fp32 by default) of ``whose`` weights."""
+    return option("fp32", f"{whose} {PRECISION_HELP}", choices=PRECISIONS, keyed=keyed)
+
+
 def option(default: Any, help: str, **kw: Any) -> Any:
     """A dataclass field for one key: its default (a list default becomes a tuple) and
     :func:`spec`."""
@@ -66,8 +71,7 @@ class Models:
 class Detect:
     model: str = option("scrfd_2.5g", "face detector (manifest name; SCRFD/RetinaFace or YuNet "
                         "contract)")
-    precision: str = option("fp32", f"the detector's {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed="unless-default")
+    precision: str = precision_option("the detector's")
     size: int = option(640, "detector input size in px; frames are downscaled to fit", min=128,
                        max=1280, multiple=32)
     score: float = option(0.5, "minimum detection score", min=0.0, max=1.0)
@@ -79,8 +83,7 @@ class Detect:
 @dataclass(frozen=True)
 class Embed:
     model: str = option("arcface_w600k_r50", "face embedder (ArcFace contract)")
-    precision: str = option("fp32", f"the embedder's {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed="unless-default")
+    precision: str = precision_option("the embedder's")
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,7 @@ class Mask:
     regions: tuple[str, ...] = option(list(FACE_REGIONS[:7]), "regions of the face the swap keeps "
                                       "with mask.parser (eyebrows, eyes and lips take both sides)",
                                       choices=FACE_REGIONS, keyed="unless-default")
-    precision: str = option("fp32", f"the mask models' {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed="unless-default")
+    precision: str = precision_option("the mask models'")
     areas: tuple[str, ...] = option([], "landmark area mask: the swap keeps only the convex hull "
                                     "of these areas of the 68 landmarks; empty = off",
                                     choices=("upper-face", "lower-face", "mouth"),
@@ -125,8 +127,7 @@ class Landmark:
                         keyed="unless-default")
     score: float = option(0.5, "the landmarker's score above which its 68 points (not the "
                           "detector's 5) place the crops", min=0.0, max=1.0, keyed="unless-default")
-    precision: str = option("fp32", f"the landmark models' {PRECISION_HELP}",
-                            choices=PRECISIONS, keyed="unless-default")
+    precision: str = precision_option("the landmark models'")
     estimator: str = option("fan_68_5", "model estimating 68 points from the detector's 5, for "
                             "mask.areas when landmark.model is off (a manifest overlay names its "
                             "file: docs/models.md)", keyed="unless-default")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...options import PRECISION_HELP, PRECISIONS, option
+from ...options import option, precision_option
 from ..spec import Processor
 
 #: where the matte goes: ``auto`` the alpha channel where the output carries one, else the fill;
@@ -22,8 +22,7 @@ _KEYED = "unless-default"
 @dataclass(frozen=True)
 class Background:
     model: str = option("modnet", "matting model (matting contracts)", keyed=_KEYED)
-    precision: str = option("fp32", f"the matting model's {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed=_KEYED)
+    precision: str = precision_option("the matting model's")
     output: str = option("auto", "where the matte goes: auto (the alpha channel where the "
                          "output's format carries one, else the fill), alpha (or an error), "
                          "fill (always)", choices=OUTPUTS, keyed=_KEYED)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...options import PRECISION_HELP, PRECISIONS, option
+from ...options import option, precision_option
 from ..spec import Processor
 
 #: the model input sides FaceFusion offers (``--frame-colorizer-size``)
@@ -20,8 +20,7 @@ _KEYED = "unless-default"
 class Colourize:
     model: str = option("ddcolor", "frame colouriser (colourizer-ddcolor or colourizer-deoldify "
                         "contract)", keyed=_KEYED)
-    precision: str = option("fp32", f"the colouriser's {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed=_KEYED)
+    precision: str = precision_option("the colouriser's")
     size: int = option(256, "side of the square the frame is padded and resized to for the model",
                        choices=SIZES, keyed=_KEYED)
     blend: float = option(1.0, "share of the colours over the frame", min=0.0, max=1.0,

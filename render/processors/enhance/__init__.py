@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...options import PRECISION_HELP, PRECISIONS, option
+from ...options import option, precision_option
 from ..spec import Processor
 
 
@@ -16,8 +16,7 @@ class Enhance:
     enabled: bool = option(False, "run the face enhancer after swapping")
     model: str = option("gfpgan_1.4", "face enhancer (GFPGAN, CodeFormer, GPEN or RestoreFormer++ "
                         "contract)")
-    precision: str = option("fp32", f"the enhancer's {PRECISION_HELP}",
-                            choices=PRECISIONS)
+    precision: str = precision_option("the enhancer's", keyed="bytes")
     blend: float = option(0.8, "share of the enhanced face over the frame (pasted at blend x its "
                           "mask)", min=0.0, max=1.0)
     weight: float = option(0.5, "CodeFormer's fidelity weight: 0 restores the most, 1 keeps "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...options import PRECISION_HELP, PRECISIONS, option
+from ...options import option, precision_option
 from ..spec import Processor
 
 _KEYED = "unless-default"
@@ -19,8 +19,7 @@ _KEYED = "unless-default"
 class FrameEnhance:
     model: str = option("real_esrgan_x2", "frame enhancer (frame-enhancer contract): its scale "
                         "sets the output's size", keyed=_KEYED)
-    precision: str = option("fp32", f"the frame enhancer's {PRECISION_HELP}", choices=PRECISIONS,
-                            keyed=_KEYED)
+    precision: str = precision_option("the frame enhancer's")
     blend: float = option(0.8, "share of the enhanced frame over the frame resized to the new "
                           "size (linear)", min=0.0, max=1.0, keyed=_KEYED)
     tile: int = option(0, "tile edge in input pixels, context included; 0: the model's own (its "

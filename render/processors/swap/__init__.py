@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...options import PRECISION_HELP, PRECISIONS, option
+from ...options import option, precision_option
 from ..spec import Processor
 
 #: swap.pixel_boost: off (the model's side), auto (per face), or a crop side in pixels
@@ -19,8 +19,7 @@ PIXEL_BOOST = ("off", "auto", "128", "256", "384", "512", "768", "1024")
 class Swap:
     model: str = option("inswapper_128", "face swapper (a swapper contract: inswapper, hyperswap, "
                         "simswap, ghost, blendswap, uniface)")
-    precision: str = option("fp32", f"the swapper's {PRECISION_HELP}",
-                            choices=PRECISIONS)
+    precision: str = precision_option("the swapper's", keyed="bytes")
     pixel_boost: str = option("off", "swap at this crop side, in tiles of the model's own side (a "
                               "multiple of it), for faces larger than the model's crop; auto = "
                               "the smallest side at least the face's size in the frame",
