@@ -12,6 +12,7 @@ key from the green screen, → (matte, frame) by position, the frame replacing t
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 
@@ -175,9 +176,14 @@ class BackgroundRemover(FrameProcessor):
             if frame.shape[2] == 4:
                 a = np.minimum(a, frame[..., 3])
             return np.dstack([bgr, a])
-        height, width = bgr.shape[:2]
-        behind = cover(self.picture, width, height) if self.picture is not None else \
-            np.array(self.fill[::-1], np.float32)
         m = matte[..., None]
-        out = bgr.astype(np.float32) * m + np.asarray(behind, np.float32) * (1.0 - m)
+        out = bgr.astype(np.float32) * m + self._behind(*bgr.shape[:2]) * (1.0 - m)
         return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+    @functools.lru_cache(maxsize=2)
+    def _behind(self, height: int, width: int) -> np.ndarray:
+        """What the person is laid over, as float32: the picture covering a frame of this size
+        (scaled once per size, not per frame), else the fill colour (BGR)."""
+        if self.picture is not None:
+            return cover(self.picture, width, height).astype(np.float32)
+        return np.array(self.fill[::-1], np.float32)
