@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 CONSENT = "I have the consent of the people in these files"
 STALE_S = 3600.0          # incoming parts and unreferenced job folders older than this are removed
 SNAPSHOT_S = 0.5          # the spool is read at most this often for the pages' polling
+EXTRAS_S = 30.0           # the extras on offer are read from the models folder at most this often
 
 
 class Classroom:
@@ -62,20 +63,27 @@ class Classroom:
         self._snapshot: tuple[float, list[Job], dict[str, int]] | None = None
         self._snapshot_lock = threading.Lock()
         self._waits: dict[str, float | None] = {}
+        self._extras: tuple[float, list[str]] | None = None
 
     def ensure(self) -> None:
         for d in (self.state, self.incoming, self.folders):
             d.mkdir(parents=True, exist_ok=True)
         self.spool.ensure()
         _ = self.accounts.secret
+        self.extras()
 
     # -- settings ----------------------------------------------------------------------------------
     def settings(self) -> ClassSettings:
         return class_settings.load(self.db)
 
     def extras(self) -> list[str]:
-        """What a student may add here (upscale, background): those whose model is in place."""
-        return available(self.cfg)
+        """What a student may add here (upscale, background): those whose model is in place.
+        Read from the models folder at most every EXTRAS_S (it reads the manifests), so the
+        pages' settings stay quick; a model fetched meanwhile shows within that time."""
+        now = time.monotonic()
+        if self._extras is None or now - self._extras[0] > EXTRAS_S:
+            self._extras = (now, available(self.cfg))
+        return list(self._extras[1])
 
     def save_settings(self, values: Mapping[str, Any]) -> ClassSettings:
         try:

@@ -8,17 +8,10 @@
   document.getElementById("signout").addEventListener("click", C.signOut);
   const label = (job) => (job.target && job.target.name) || "your clip";
 
-  const settings = await C.api("GET", "/api/settings");
+  // the form is wired before the settings arrive, so an early click is never a plain GET
+  const settingsCall = C.api("GET", "/api/settings");
   const profile = document.getElementById("profile");
-  for (const name of settings.allowed_profiles) profile.append(C.el("option", { value: name }, name));
-  document.getElementById("consent-text").textContent = settings.consent_statement;
-  const extras = settings.extras || [];
-  for (const extra of ["upscale", "background"])
-    document.getElementById(extra).closest("label").hidden = !extras.includes(extra);
-  document.getElementById("extras").hidden = extras.length === 0;
-  document.getElementById("limits").textContent =
-    `Limits: ${settings.max_upload_mb} MiB per file, clips up to ${settings.max_clip_seconds} s, ` +
-    `${settings.max_queued_jobs} job(s) queued at once; results are kept ${settings.retention_days} days.`;
+  let extras = [];
 
   // The upload goes through XMLHttpRequest: fetch cannot report upload progress.
   const form = document.getElementById("submit-form");
@@ -64,6 +57,17 @@
     C.say(message, "uploading and checking …");
     request.send(data);
   });
+
+  const settings = await settingsCall;
+  for (const name of settings.allowed_profiles) profile.append(C.el("option", { value: name }, name));
+  document.getElementById("consent-text").textContent = settings.consent_statement;
+  extras = settings.extras || [];
+  for (const extra of ["upscale", "background"])
+    document.getElementById(extra).closest("label").hidden = !extras.includes(extra);
+  document.getElementById("extras").hidden = extras.length === 0;
+  document.getElementById("limits").textContent =
+    `Limits: ${settings.max_upload_mb} MiB per file, clips up to ${settings.max_clip_seconds} s, ` +
+    `${settings.max_queued_jobs} job(s) queued at once; results are kept ${settings.retention_days} days.`;
 
   async function act(method, url, what) {
     try {
