@@ -106,7 +106,7 @@ def render_all(cfg: Config, *, meta: Mapping[str, Any] | None = None,
             on_device(held.device.label)
         renderer = Renderer(cfg, device_id=held.device.ordinal if held is not None else None)
         # every job shares the source: a source without a face fails once, before any target
-        renderer.source_embedding(jobs[0].source)
+        renderer.check_sources(jobs[0])
         for job in jobs:
             try:
                 if cfg.skip_done and renderer.up_to_date(job):

@@ -25,6 +25,7 @@ usage: render [--verbose | --debug] [key=value ...]
        render models list | fetch [profile=P | NAME ...] [dir=DIR] [from=FOLDER]
                           | verify [dir=DIR] [NAME ...] | convert NAME fp16|int8 [calibrate=CLIP]
        render verify REPORT [rerender=N]   check an output against its report
+       render review OUTPUT [--out PNG]    a contact sheet of the frames to look at
        render submit JOBFILE | key=value ...  queue a job (prints its id)
        render work [follow=true]      run the queued jobs under the device lock
        render jobs [list | retry ID | cancel ID | remove ID | show ID | clean older=7d]
@@ -115,6 +116,10 @@ def run(argv: Sequence[str]) -> int:
         from .verify import main as verify_main
 
         return verify_main(args[1:])
+    if args and args[0] == "review":
+        from .review.command import main as review_main
+
+        return review_main(args[1:])
     if "-h" in args or "--help" in args or "help" in args[:1]:
         rest = [a for a in args if a not in ("-h", "--help", "help")]
         cfg = load_config(parse_overrides(rest))

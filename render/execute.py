@@ -27,6 +27,7 @@ from .media.reader import FrameReader
 from .media.writer import FrameWriter
 from .pipeline import Ready, StageTimes, stream
 from .progress import Progress
+from .review import store as review_store
 from .segment_pool import Aborted, frames_per_segment, run_at_once, segments_at_once
 from .work_folder import AlreadyDone, SegmentRecord, WorkFolder, unlink
 
@@ -98,6 +99,8 @@ class ExecResult:
     #: hash), joining and muxing them, verifying the result, and marking it
     overhead: dict[str, float] = field(default_factory=lambda: {"commit": 0.0, "assemble": 0.0,
                                                                 "verify": 0.0, "mark": 0.0})
+    #: the report's quality section (render.review), from every segment's review record
+    quality: dict | None = None
 
 
 class Executor:
@@ -192,6 +195,7 @@ class Executor:
             result.overhead["commit"] = commit_s
             if assemble:
                 self._stage("assembling")
+                result.quality = review_store.render_quality(plan)   # before the folder goes
                 done = self.assembly.run({r.index for r in result.segments})
                 result.assembled = True
                 result.output_sha256 = done.output_sha256
@@ -300,6 +304,8 @@ class Executor:
             unlink(tmp)
             raise
         t1 = time.perf_counter()
+        if getattr(stage, "review", None) is not None:     # beside the segment, before its commit
+            review_store.save(self.work.path, seg, stage.review)
         record = self.work.commit(seg, tmp, record)
         return record, reader.frames_read, time.perf_counter() - t1
 

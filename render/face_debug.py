@@ -2,7 +2,8 @@
 drawn into the output instead of the swap (``debug.overlay``).
 
 One line per written frame: its number in the target, and for each face track in it the track id,
-whether it is swapped (selected), how it was found (detected, tracked by optical flow, filled
+whether it is swapped (selected) and with which identity (``source``: 0, or the face map's
+person), how it was found (detected, tracked by optical flow, filled
 across a miss), the detection score, the box and the key points as found (``raw``) and as used
 (``used``, after the stabilising filter), and the crop transform (2 x 3, frame to the first face
 processor's crop) the chain aligned with. Lines are appended segment by segment as they are
@@ -58,6 +59,7 @@ class FaceDebug:
                 f = entry.faces[tid]
                 used = f.used if f.used is not None else f.raw
                 item = {"track": tid, "selected": f.selected, "how": f.how,
+                        **({"source": f.source} if f.selected else {}),
                         "score": round(float(f.raw.score), 4), "box": _round(used.box),
                         "raw": _round(f.raw.kps), "used": _round(used.kps)}
                 if crop is not None:

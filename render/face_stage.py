@@ -19,21 +19,21 @@ import numpy as np
 
 from .config import Config
 from .face_debug import FaceDebug
-from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace, face_filter
+from .face_selection import Tracking, build_selection
+from .face_window import DETECTED, TRACKED, FaceWindow, FrameFaces, TrackFace
 from .faces import align
 from .faces.colour import ColourMatch
 from .faces.composite import paste
 from .faces.detect import Detector
 from .faces.flow import FaceTracker
 from .faces.mask import PasteMask, combine
-from .faces.select import ReferenceTracks, select_faces
-from .faces.tracks import TrackLinker, TrackSelection
 from .faces.types import Face
 from .masks.build import step_masks
 from .model_handle import run_batched
 from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, timed
-from .processors.base import FaceProcessor, FrameProcessor, FramesFn, Source
+from .processors.base import FaceProcessor, FrameProcessor, FramesFn
+from .review.recorder import SegmentReview
 from .source_face import SourceFaces
 
 
@@ -51,6 +51,12 @@ class ChainStep:
     #: the (before, after) masks for crops of another side (a processor choosing its side per
     #: face)
     masks_for: Callable[[int], tuple[Sequence[PasteMask], Sequence[PasteMask]]] | None = None
+    #: its calls bound to the render's other identities (select.mode=map: person 1, 2, ...)
+    others: Sequence[Callable[[np.ndarray], np.ndarray]] = ()
+
+    def run_for(self, source: int) -> Callable[[np.ndarray], np.ndarray]:
+        """Its call bound to identity ``source`` (0: ``run``)."""
+        return self.run if source == 0 else self.others[source - 1]
 
 
 @dataclass(frozen=True)
@@ -64,19 +70,6 @@ class FrameStep:
     @property
     def name(self) -> str:
         return self.processor.name
-
-
-@dataclass
-class Tracking:
-    """What stabilize.enabled adds to the stage: the track linker, the selection of tracks, the
-    frames a miss may last and still be filled, the maker of each track's filter, and the frames
-    either side of the centred line."""
-
-    linker: TrackLinker
-    select: TrackSelection
-    fill: int
-    make_filter: Callable[[Face], Callable[[Face], Face]] | None
-    window: int = 0
 
 
 class FaceStage:
@@ -98,8 +91,10 @@ class FaceStage:
                  embed: Callable[[np.ndarray, Face], np.ndarray] | None = None,
                  landmarks: Callable[[list[np.ndarray], list[tuple[int, Face]]],
                                      list[tuple[int, Face]]] | None = None,
-                 colour: ColourMatch | None = None) -> None:
+                 colour: ColourMatch | None = None,
+                 review: SegmentReview | None = None) -> None:
         self.detector = detector
+        self.review = review                # the written frames' review record (render.review)
         #: the target faces' identities, for steps that balance the source with them (swap.weight)
         self.embed = embed
         self.select = select
@@ -118,7 +113,7 @@ class FaceStage:
                                   make_filter=tracks.make_filter if tracks else None,
                                   window=tracks.window if tracks else 0)
         self._ids: list[int] = []           # track ids of the faces the optical flow follows
-        self._selected: set[int] = set()
+        self._selected: dict[int, int] = {}     # selected track → the identity put on it
         self._first, self._count = 0, None  # frames written: [first, first + count) decoded
         self._start = 0                     # the target's number of the frame at _first
 
@@ -158,7 +153,8 @@ class FaceStage:
         followed = self._follow(frame)
         if followed is not None:
             self.tracks.linker.follow(self._ids, followed)
-            return [TrackFace(tid, face, TRACKED, tid in self._selected)
+            return [TrackFace(tid, face, TRACKED, tid in self._selected,
+                              source=self._selected.get(tid, 0))
                     for tid, face in zip(self._ids, followed)]
         faces = timed(self.times, "detect", self.detector.detect, frame)
         ids = self.tracks.linker.link(faces)
@@ -168,7 +164,8 @@ class FaceStage:
             kept = [(tid, f) for tid, f in zip(ids, faces) if tid in self._selected]
             self._ids = [tid for tid, _ in kept]
             self._tracker.reset(frame, [f for _, f in kept])
-        return [TrackFace(tid, face, DETECTED, tid in self._selected)
+        return [TrackFace(tid, face, DETECTED, tid in self._selected,
+                          source=self._selected.get(tid, 0))
                 for tid, face in zip(ids, faces)]
 
     def _found(self, frames: list[np.ndarray]) -> list[list[TrackFace]]:
@@ -192,8 +189,10 @@ class FaceStage:
         kept = [e for e in entries if e.index >= self._first and
                 (self._count is None or e.index < self._first + self._count)]
         frames = [e.frame for e in kept]
-        faces = [(i, f.used) for i, e in enumerate(kept)
-                 for f in (e.faces[t] for t in sorted(e.faces)) if f.selected and f.used is not None]
+        used = [(i, f) for i, e in enumerate(kept)
+                for f in (e.faces[t] for t in sorted(e.faces)) if f.selected and f.used is not None]
+        faces = [(i, f.used) for i, f in used]
+        sources = [f.source for _, f in used] if any(f.source for _, f in used) else None
         colours = self._colours(entries, kept) if self.colour is not None else None
         if self.debug is not None:
             first = next((s.processor for s in self.chain if isinstance(s, ChainStep)), None)
@@ -205,7 +204,9 @@ class FaceStage:
         elif faces or (kept and self._frame_steps):
             self.times.faces += len(faces)
             self.times.frames_touched += len({i for i, _ in faces})
-            ready.rest = lambda: self.swap(frames, faces, colours)
+            ready.rest = lambda: self.swap(frames, faces, colours, sources)
+        if self.review is not None:          # records the faces; measures them after the chain
+            self.review.observe(kept, self._start - self._first, ready)
         return ready
 
     def _overlay(self, kept: list[FrameFaces], frames: list[np.ndarray]) -> None:
@@ -226,30 +227,34 @@ class FaceStage:
                 if e.faces[t].selected and e.faces[t].used is not None]
 
     def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
-               identities: np.ndarray | None = None, colours: list | None = None) -> None:
+               identities: np.ndarray | None = None, colours: list | None = None,
+               sources: Sequence[int] | None = None) -> None:
         """Align every face to the step's template, run it over the crops in batches, paste back
         through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
         a step that asks for them. A processor that chooses its crop side per face
-        (``crop_size``: pixel boost auto) gets the faces of each side together."""
+        (``crop_size``: pixel boost auto) gets the faces of each side together, and the faces
+        of each identity (``sources``, select.mode=map) go to the call bound to it."""
         proc = step.processor
         sizes = [proc.crop_size(face.kps) for _, face in faces]
+        sources = sources or [0] * len(faces)
         if proc.colour_crop is None:
             colours = None
-        if all(size == proc.size for size in sizes):
+        if all(size == proc.size for size in sizes) and not any(sources):
             self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
                            identities, colours)
             return
-        for size in sorted(set(sizes)):
-            pick = [k for k, s in enumerate(sizes) if s == size]
+        for size, source in sorted(set(zip(sizes, sources))):
+            pick = [k for k, (s, i) in enumerate(zip(sizes, sources)) if (s, i) == (size, source)]
             masks = (step.masks, step.masks_after) if size == proc.size or step.masks_for is None \
                 else step.masks_for(size)
             self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
                            identities[pick] if identities is not None else None,
-                           [colours[k] for k in pick] if colours is not None else None)
+                           [colours[k] for k in pick] if colours is not None else None, source)
 
     def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
                   size: int, masks: tuple[Sequence[PasteMask], Sequence[PasteMask]],
-                  identities: np.ndarray | None, colours: list | None = None) -> None:
+                  identities: np.ndarray | None, colours: list | None = None,
+                  source: int = 0) -> None:
         before, after = masks
         proc = step.processor
         t0 = time.perf_counter()
@@ -257,8 +262,9 @@ class FaceStage:
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
         weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
-        results = timed(self.times, proc.name, run_batched, step.run, crops, self.batch_size,
-                        proc.max_batch, identities if proc.needs_target_identity else None)
+        results = timed(self.times, proc.name, run_batched, step.run_for(source), crops,
+                        self.batch_size, proc.max_batch,
+                        identities if proc.needs_target_identity else None)
         t0 = time.perf_counter()
         if colours is not None:
             results = self.colour.apply(results, colours)
@@ -299,10 +305,11 @@ class FaceStage:
         return any(isinstance(s, FrameStep) for s in self.chain)
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
-             colours: list | None = None) -> None:
+             colours: list | None = None, sources: Sequence[int] | None = None) -> None:
         """Run every step of the chain on ``frames`` and their ``faces``, in place (after the
-        landmark step, when on, which may move the points the crops are placed by). The faces'
-        identities are taken first, from the frames as decoded, when a step asks for them."""
+        landmark step, when on, which may move the points the crops are placed by); each face
+        gets the identity ``sources`` gives it (None: the render's one). The faces' identities
+        are taken first, from the frames as decoded, when a step asks for them."""
         if faces and self.landmarks is not None and self.tracks is None:   # tracks: in _found
             faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         identities = None
@@ -316,11 +323,11 @@ class FaceStage:
                 faces = self._frames(frames, faces, step)
             elif faces and frames[0].shape[2] == 4:     # a matte made earlier: faces on the BGR
                 colour = [np.ascontiguousarray(f[..., :3]) for f in frames]
-                self._apply(colour, faces, step, identities, colours)
+                self._apply(colour, faces, step, identities, colours, sources)
                 for frame, bgr in zip(frames, colour):
                     frame[..., :3] = bgr
             elif faces:
-                self._apply(frames, faces, step, identities, colours)
+                self._apply(frames, faces, step, identities, colours, sources)
 
     def _frames(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
                 step: FrameStep) -> list[tuple[int, Face]]:
@@ -342,28 +349,15 @@ def scale_face(face: Face, sx: float, sy: float) -> Face:
         landmarks=face.landmarks * xy if face.landmarks is not None else None)
 
 
-def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, source: Path,
-                     times: StageTimes, alpha: bool = False) -> FaceStage:
-    """The face stage of a render of ``source``'s face with ``cfg``: the selection its
-    ``select.*`` asks for and the chain bound to the source face (and, for a step that makes a
-    matte, to whether the output carries it as ``alpha``)."""
+def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces,
+                     sources: Sequence[Path], times: StageTimes, alpha: bool = False
+                     ) -> FaceStage:
+    """The face stage of a render of the face of ``sources`` (one image, or several for their
+    mean identity) with ``cfg``: the selection its ``select.*`` asks for and the chain bound to
+    the render's identities (and, for a step that makes a matte, to whether the output carries
+    it as ``alpha``)."""
     t0 = time.perf_counter()
-    embedding = faces.source(source)
-    select_cfg = cfg.select
-    ref_path = faces.reference_path(source)
-    reference_tracks = None
-    if ref_path is not None:
-        reference = faces.embedding(ref_path, "reference")
-        select = reference_tracks = ReferenceTracks(
-            models.embedder.embed, reference, distance=select_cfg.distance,
-            every=select_cfg.embed_every, margin=select_cfg.margin)
-    else:
-        needed = any(p.needs_target_identity for p in models.face_steps)
-        if models.settings.release_idle_models and not needed:
-            models.embedder.lazy.release()   # not needed again: the source embedding is cached
-
-        def select(frame: np.ndarray, found: list[Face]) -> list[Face]:
-            return select_faces(found, select_cfg.mode)
+    selection = build_selection(cfg, models, faces, sources)
     times.add("embed", time.perf_counter() - t0)
 
     @functools.lru_cache(maxsize=None)
@@ -376,21 +370,20 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces, sour
     def chain_step(p: FaceProcessor) -> ChainStep:
         def masks_for(size: int) -> tuple[Sequence[PasteMask], Sequence[PasteMask]]:
             return masks(size, p.mask_padding, p.mask_result)
-        return ChainStep(p, p.bind(given), *masks_for(p.size), masks_for=masks_for)
+        first, *others = selection.identities
+        return ChainStep(p, p.bind(first), *masks_for(p.size), masks_for=masks_for,
+                         others=tuple(p.bind(i) for i in others))
 
-    given = Source(embedding, lambda: faces.face(source))
     chain = [chain_step(p) if isinstance(p, FaceProcessor) else FrameStep(p, p.bind(alpha))
              for p in models.processors]
-    stab = cfg.stabilize
-    tracks = None
-    if stab.enabled:
-        tracks = Tracking(TrackLinker(max_missed=stab.fill),
-                          TrackSelection(select_cfg.mode, reference_tracks), stab.fill,
-                          face_filter(stab.min_cutoff, stab.beta, stab.d_cutoff), stab.window)
     debug = FaceDebug.from_config(cfg.debug)
     crop = next((p.colour_crop for p in models.face_steps if p.colour_crop is not None), None)
     colour = ColourMatch(*crop) if crop is not None else None
-    return FaceStage(detector=models.detector, select=select, chain=chain,
+    review = SegmentReview.for_render(cfg, models.embedder.embed,
+                                      lambda i: selection.identities[i].embedding,
+                                      tracked=selection.tracks is not None)
+    return FaceStage(detector=models.detector, select=selection.select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
-                     times=times, tracks=tracks, debug=debug, embed=models.embedder.embed,
-                     landmarks=models.landmarks, colour=colour)
+                     times=times, tracks=selection.tracks, debug=debug,
+                     embed=models.embedder.embed, landmarks=models.landmarks, colour=colour,
+                     review=review)

@@ -34,6 +34,8 @@ class TrackFace:
     how: str                      # DETECTED, TRACKED (followed by optical flow) or FILLED
     selected: bool
     used: Face | None = None
+    #: which of the render's identities the chain puts on it (select.mode=map: the person)
+    source: int = 0
 
 
 @dataclass
@@ -99,7 +101,7 @@ class FaceWindow:
                 t = (entry.index - start) / span
                 entry.faces[face.track] = TrackFace(
                     face.track, interpolate(before.raw, face.raw, t), FILLED,
-                    before.selected and face.selected)
+                    before.selected and face.selected, source=before.source)
                 self.filled += 1
 
     def _centred(self, entry: FrameFaces, tid: int) -> Face:

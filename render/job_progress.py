@@ -107,6 +107,8 @@ def describe_progress(job: Job) -> str:
         if job.state == "done":
             n = job.result.get("rendered", 0)
             u = job.result.get("up_to_date", 0)
-            return f"{n} rendered" + (f", {u} up to date" if u else "")
+            review = job.result.get("review")      # render.review's verdict: ok, look: N tracks
+            return f"{n} rendered" + (f", {u} up to date" if u else "") + \
+                (f"; {review}" if review else "")
         return str(job.result.get("error") or "")
     return job.error or ""

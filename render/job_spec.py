@@ -20,9 +20,10 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .config import SCHEMA, load_config, parse_overrides, unknown_key_message
-from .errors import UsageError
+from .errors import MediaError, UsageError
+from .sources import absolute_map, absolute_source, source_paths
 
-PATH_KEYS = ("source", "target", "output", "output_dir", "input_dir", "select.reference",
+PATH_KEYS = ("target", "output", "output_dir", "input_dir", "select.reference",
              "models.dir", "cache_dir", "lock_dir", "mark.cert", "mark.key", "background.image")
 
 
@@ -32,6 +33,10 @@ def absolute(settings: dict[str, str], base: Path) -> dict[str, str]:
     for key in PATH_KEYS:
         if out.get(key):
             out[key] = str((base / Path(out[key]).expanduser()).resolve())
+    if out.get("source"):                 # one image, several, or a folder
+        out["source"] = absolute_source(out["source"], base)
+    if out.get("select.map"):
+        out["select.map"] = absolute_map(out["select.map"], base)
     return out
 
 
@@ -93,5 +98,8 @@ def validate(settings: Mapping[str, str], targets: Sequence[str]) -> None:
     for t in list(targets) + ([cfg.target] if cfg.target else []):
         if not Path(t).exists():
             raise UsageError(f"target not found: {t}")
-    if cfg.source and not Path(cfg.source).is_file():
-        raise UsageError(f"source image not found: {cfg.source}")
+    if cfg.source:
+        try:
+            source_paths(cfg.source)
+        except MediaError as exc:
+            raise UsageError(str(exc)) from None

@@ -13,6 +13,7 @@ from .errors import MediaError, RenderError, UsageError
 from .files import not_regular
 from .media.formats import IMAGE_EXTS, OUTPUT_EXTS, VIDEO_EXTS
 from .media.tools import ffmpeg_output_pixel_formats
+from .sources import read_face_map, source_paths
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +24,15 @@ SOURCE_NAMES = ("source.jpg", "source.jpeg", "source.png", "source.webp")
 
 @dataclass(frozen=True)
 class Job:
-    source: Path
+    source: Path             # the first source image: the one messages and the report name
     target: Path
     output: Path
+    #: every source image (several: their mean identity; select.mode=map: the map's, in order)
+    sources: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.sources:
+            object.__setattr__(self, "sources", (self.source,))
 
 
 def _is_media(path: Path) -> bool:
@@ -40,19 +47,8 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
     batch for one of them."""
     check_paths(cfg)
     input_dir = Path(cfg.input_dir) if cfg.input_dir else None
-    if cfg.source:
-        source = Path(cfg.source)
-        _check_regular(source, "source")
-        if not source.is_file():
-            raise MediaError(f"source image not found: {source}")
-    elif input_dir is not None:
-        found = [input_dir / n for n in SOURCE_NAMES if (input_dir / n).is_file()]
-        if not found:
-            raise MediaError(f"no source face: put source.jpg or source.png in {input_dir} "
-                             f"(or give source=PATH)")
-        source = found[0]
-    else:
-        raise UsageError("no source given: source=PATH (the image with the face to put in)")
+    sources, references = _sources(cfg, input_dir)
+    source = sources[0]
 
     if cfg.target:
         target = Path(cfg.target)
@@ -70,7 +66,8 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
         folder = input_dir
     else:
         raise UsageError("no target given: target=PATH (the video or image to render)")
-    targets = [t for t in targets if t.resolve() != source.resolve()]
+    not_targets = {p.resolve() for p in sources + references}
+    targets = [t for t in targets if t.resolve() not in not_targets]
     if not targets:
         if folder is None:
             raise UsageError(f"target {cfg.target} is the source image itself")
@@ -87,7 +84,9 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
             raise UsageError(f"target {folder} is a folder, so the output is a folder too: "
                              f"{out_dir} names a file (give output_dir=DIR)")
         outputs = [out_dir / _output_name(t) for t in targets]
-    inputs = {"the source image": source}
+    inputs = {f"the source image {p.name}" if len(sources) > 1 else "the source image": p
+              for p in sources}
+    inputs.update({f"the face map's reference {p.name}": p for p in references})
     if cfg.select.reference:
         inputs["the reference image"] = Path(cfg.select.reference)
         _check_regular(inputs["the reference image"], "reference image")
@@ -100,10 +99,34 @@ def plan_jobs(cfg: Config, refused: list[tuple[Job, RenderError]] | None = None)
         except (UsageError, MediaError) as exc:
             if refused is None or folder is None:
                 raise
-            refused.append((Job(source, t, o), exc))
+            refused.append((Job(source, t, o, sources), exc))
             continue
-        jobs.append(Job(source, t, o))
+        jobs.append(Job(source, t, o, sources))
     return jobs
+
+
+def _sources(cfg: Config, input_dir: Path | None) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(the source images, the face map's reference images) the config names."""
+    if cfg.select.mode == "map" or cfg.select.map:
+        if cfg.select.mode != "map":
+            raise UsageError(f"select.map is given but select.mode={cfg.select.mode}: the map is "
+                             f"used with select.mode=map")
+        if not cfg.select.map:
+            raise UsageError("select.mode=map needs select.map=FILE.yaml (or REF=SRC,...)")
+        if cfg.source:
+            raise UsageError("select.mode=map takes each person's source from select.map: "
+                             "source= is not used (leave it out)")
+        face_map = read_face_map(cfg.select.map)
+        return face_map.sources, tuple(e.reference for e in face_map.entries)
+    if cfg.source:
+        return source_paths(cfg.source), ()
+    if input_dir is not None:
+        found = [input_dir / n for n in SOURCE_NAMES if (input_dir / n).is_file()]
+        if not found:
+            raise MediaError(f"no source face: put source.jpg or source.png in {input_dir} "
+                             f"(or give source=PATH)")
+        return (found[0],), ()
+    raise UsageError("no source given: source=PATH (the image with the face to put in)")
 
 
 def _check_job(t: Path, o: Path, inputs: dict[str, Path], *, writable_checked: bool) -> None:

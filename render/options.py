@@ -118,6 +118,12 @@ class Mask:
                                     "of these areas of the 68 landmarks; empty = off",
                                     choices=("upper-face", "lower-face", "mouth"),
                                     keyed="unless-default")
+    keep: tuple[str, ...] = option([], "areas where the swap keeps the target's own pixels: "
+                                   "mouth = the target's lips, teeth and tongue (mask.parser's "
+                                   "mouth and lip classes when it is on, else the hull of 68 "
+                                   "landmarks 48-67), grown by 2.5 percent of the crop side, "
+                                   "feathered over 5 percent; swappers only; empty = off",
+                                   choices=("mouth",), keyed="unless-default")
 
 
 @dataclass(frozen=True)
@@ -129,23 +135,29 @@ class Landmark:
                           "detector's 5) place the crops", min=0.0, max=1.0, keyed="unless-default")
     precision: str = precision_option("the landmark models'")
     estimator: str = option("fan_68_5", "model estimating 68 points from the detector's 5, for "
-                            "mask.areas when landmark.model is off (a manifest overlay names its "
-                            "file: docs/models.md)", keyed="unless-default")
+                            "mask.areas and mask.keep when landmark.model is off (a manifest "
+                            "overlay names its file: docs/models.md)", keyed="unless-default")
 
 
 @dataclass(frozen=True)
 class Select:
     mode: str = option("one", "which faces to swap: one (largest), many (all), reference (like "
-                       "the reference face)", choices=("one", "many", "reference"))
+                       "the reference face), map (each person of select.map gets their own "
+                       "source; other faces are left as they are)",
+                       choices=("one", "many", "reference", "map"))
     reference: str = option("", "reference face image for mode=reference (default: the source "
                             "image)")
-    distance: float = option(0.6, "max identity distance (1 - cosine) for mode=reference", min=0.0,
-                             max=2.0)
-    embed_every: int = option(25, "mode=reference: a face followed from detection to detection is "
-                              "embedded again every N detections (1 = every frame)", min=1,
-                              max=1000)
-    margin: float = option(0.1, "mode=reference: a face whose distance was within this of "
-                           "select.distance is embedded again at every detection", min=0.0, max=2.0)
+    map: str = option("", "mode=map: a YAML file of reference: / source: entries, or inline "
+                      "REF=SRC[+SRC...],REF=SRC (docs/sources.md); its images' bytes enter "
+                      "the job key, not their paths", keyed="never")
+    distance: float = option(0.6, "max identity distance (1 - cosine) for mode=reference and "
+                             "mode=map", min=0.0, max=2.0)
+    embed_every: int = option(25, "mode=reference and map: a face followed from detection to "
+                              "detection is embedded again every N detections (1 = every "
+                              "frame)", min=1, max=1000)
+    margin: float = option(0.1, "mode=reference and map: a face whose distance was within this "
+                           "of select.distance is embedded again at every detection", min=0.0,
+                           max=2.0)
 
 
 @dataclass(frozen=True)
@@ -269,3 +281,27 @@ class Shard:
     count: int = option(0, "render only this shard's segments of N, into the shared work folder "
                         "(0 = a whole render); `render assemble` joins them", min=0, max=100000,
                         keyed="never")
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the render measures of its own swaps for the report's ``quality`` section and
+    ``render review`` (docs/review.md). It reads frames and writes the report only: no key of it
+    changes an output's bytes."""
+
+    enabled: bool = option(True, "measure each selected face track while rendering (how each face "
+                           "was found, misses, crop jumps; identity distance and colour shift on "
+                           "sampled frames) into the report's quality section", keyed="never")
+    every: int = option(10, "measure identity distance and colour shift on every Nth frame, by "
+                        "its number in the target (the same frames on any schedule)", min=1,
+                        max=100000, keyed="never")
+    distance: float = option(0.7, "flag a sampled face further than this from the source (1 - "
+                             "cosine of the embeddings; a swapped face is usually 0.2-0.5 from "
+                             "it, an unswapped other person 0.8-1.1)", min=0.0, max=2.0,
+                             keyed="never")
+    misses: int = option(3, "flag a track that loses its face for this many frames in a row "
+                         "(frames a fill did not bridge)", min=1, max=100000, keyed="never")
+    jump: float = option(0.25, "flag a crop that moves more than this many face widths from one "
+                         "frame to the next", min=0.0, max=100.0, keyed="never")
+    colour: float = option(12.0, "flag a sampled face whose mean colour moved more than this (CIE "
+                           "Lab ΔE) from the target's", min=0.0, max=300.0, keyed="never")

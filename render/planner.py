@@ -16,6 +16,7 @@ from .media.formats import IMAGE_FORMATS, SOFTWARE_FALLBACK, output_format
 from .media.probe import probe_with_times
 from .media.tools import ffmpeg_version, hw_works
 from .plan import Identity, RenderPlan, plan_render
+from .sources import identity_of, map_identity, read_face_map
 
 if TYPE_CHECKING:
     from .config import Config
@@ -45,9 +46,16 @@ class Planner:
         self._hw: dict[str, bool] | None = None
 
     def identity(self, job: Job, *, vfr: bool) -> Identity:
+        """What the job key hashes besides the config. A face map is read, and its references
+        embedded and checked, here: a bad one fails before anything is written."""
         sha = self.hashes.sha
-        ref = self.faces.reference_path(job.source)
-        return Identity(target_sha256=sha(job.target), source_sha256=sha(job.source),
+        if self.cfg.select.mode == "map":
+            face_map = read_face_map(self.cfg.select.map)
+            self.faces.people(face_map)
+            source_sha, ref = map_identity(face_map, sha), None
+        else:
+            source_sha, ref = identity_of(job.sources, sha), self.faces.reference_path(job.source)
+        return Identity(target_sha256=sha(job.target), source_sha256=source_sha,
                         reference_sha256=sha(ref) if ref is not None else None,
                         models={**{e.name: e.sha256 for e in self.models.entries()},
                                 **{key: digest for p in self.models.processors

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-import numpy as np
-
 from . import __version__, report, versions
 from . import mark as marking
 from .errors import Interrupted
@@ -26,6 +24,7 @@ from .models.load import load_models
 from .pipeline import StageTimes
 from .planner import Planner
 from .source_face import SourceFaces
+from .sources import read_face_map
 
 if TYPE_CHECKING:
     from .config import Config
@@ -67,8 +66,24 @@ class Renderer:
         self.faces = SourceFaces(cfg, self.models, self.hashes)
         self.planner = Planner(cfg, self.models, self.faces, self.hashes)
 
-    def source_embedding(self, path: Path) -> np.ndarray:
-        return self.faces.source(path)
+    def check_sources(self, job: Job) -> None:
+        """Find and embed the job's source faces (a face map's people too): a source without a
+        face fails here, once, before any target."""
+        if self.cfg.select.mode == "map":
+            self.faces.people(read_face_map(self.cfg.select.map))
+        else:
+            self.faces.identity(job.sources)
+
+    def sources_record(self, job: Job) -> dict[str, Any]:
+        """The report's rows of the source images (each with its SHA-256 and face count), or of
+        the face map's people."""
+        if self.cfg.select.mode != "map":
+            return {"sources": self.faces.described(job.sources)}
+        face_map = read_face_map(self.cfg.select.map)
+        return {"face_map": {"map": face_map.origin, "people": [
+            {"reference": self.faces.described([p.reference])[0],
+             "sources": self.faces.described(p.sources)}
+            for p in self.faces.people(face_map)]}}
 
     def plan(self, job: Job) -> RenderPlan:
         """Probe the target, count its frames and plan the render; nothing is written."""
@@ -95,7 +110,7 @@ class Renderer:
                       inputs_unchanged=lambda: self.hashes.check_unchanged(job.target),
                       already_done=lambda: self.up_to_date(job))
         return Executor(plan, lambda times: build_face_stage(self.cfg, self.models, self.faces,
-                                                             job.source, times, plan.alpha),
+                                                             job.sources, times, plan.alpha),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
                         preload=self.models.preload,
@@ -128,7 +143,7 @@ class Renderer:
                         data = report.build(plan=plan, result=result, models=self.models,
                                             target_info=info, started=started, ended=report.now(),
                                             memory=usage, marks=marks, status=status, error=text,
-                                            job=meta, lock=lock)
+                                            job=meta, lock=lock, sources=self.sources_record(job))
                         report.write(data, Path(plan.work_dir) / report.FAILED_NAME)
                     except Exception:  # noqa: BLE001 - the failure itself is what gets reported
                         log.debug("cannot write the failure report", exc_info=True)
@@ -137,7 +152,7 @@ class Renderer:
             seconds = time.perf_counter() - t0
             data = report.build(plan=plan, result=result, models=self.models, target_info=info,
                                 started=started, ended=report.now(), memory=usage, marks=marks,
-                                job=meta, lock=lock)
+                                job=meta, lock=lock, sources=self.sources_record(job))
             report.write(data, report.report_path(Path(plan.output)))
         frames = plan.frames
         resumed = f", {result.resumed} of {len(plan.segments)} segments resumed" \

@@ -164,7 +164,8 @@ def vm_hwm_bytes(pid: int | str) -> int | None:
 def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, target_info: MediaInfo,
           started: float, ended: float, memory: Mapping[str, Any], marks: Mapping[str, Any],
           status: str = "done", error: str | None = None, job: Mapping[str, Any] | None = None,
-          lock: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          lock: Mapping[str, Any] | None = None,
+          sources: Mapping[str, Any] | None = None) -> dict[str, Any]:
     ident = plan.identity
     output = Path(plan.output)
     out: dict[str, Any] | None = None
@@ -199,6 +200,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
         "target": media_summary(target_info, Path(plan.target), ident.get("target_sha256"),
                                 frames=plan.total),
         "source": {"path": plan.source, "sha256": ident.get("source_sha256")},
+        **dict(sources or {}),
         "reference": ({"path": plan.config.get("select.reference") or plan.source,
                        "sha256": ident.get("reference_sha256")}
                       if ident.get("reference_sha256") else None),
@@ -220,6 +222,7 @@ def build(*, plan: RenderPlan, result: ExecResult | None, models: LoadedModels, 
         "memory": dict(memory),
         "synthetic": not plan.config.get("debug.overlay"),   # the overlay swaps nothing
         "swapped": {"faces": faces, "frames_touched": touched, "frames": frames},
+        "quality": result.quality if result is not None else None,   # render.review
         "marks": dict(marks),
         "job": dict(job) if job else None,
         "lock": dict(lock) if lock else None,

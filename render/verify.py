@@ -71,8 +71,7 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
     out.append(_hash_check("output", output.get("path"), output.get("sha256")))
     target = data.get("target") or {}
     out.append(_hash_check("target", target.get("path"), target.get("sha256")))
-    source = data.get("source") or {}
-    out.append(_hash_check("source", source.get("path"), source.get("sha256")))
+    out += _source_checks(data)
     if data.get("reference"):
         ref = data["reference"]
         out.append(_hash_check("reference", ref.get("path"), ref.get("sha256")))
@@ -135,27 +134,53 @@ def checks(data: dict[str, Any], *, rerender: int = 0, overrides: dict[str, str]
     return out
 
 
+def _source_checks(data: dict[str, Any]) -> list[Check]:
+    """Each source image (and each face map reference) still has the bytes it had; a report
+    without the per-image rows has its one source's."""
+    people = (data.get("face_map") or {}).get("people")
+    if people:
+        return [_hash_check(what, row.get("path"), row.get("sha256"))
+                for person in people
+                for what, row in [("face map reference", person.get("reference") or {})] +
+                [("source", r) for r in person.get("sources") or ()]]
+    rows = data.get("sources") or [data.get("source") or {}]
+    return [_hash_check("source", r.get("path"), r.get("sha256")) for r in rows]
+
+
+def _job_sources(data: dict[str, Any], cfg) -> tuple[Path, ...]:
+    if cfg.select.mode == "map":
+        from .sources import read_face_map
+        return read_face_map(cfg.select.map).sources
+    rows = data.get("sources") or [data["source"]]
+    return tuple(Path(r["path"]) for r in rows)
+
+
 def _rerun_checks(data: dict[str, Any], cfg, rerender: int) -> list[Check]:
     """Recompute the job key here (models loaded, nothing rendered) and re-render N segments."""
     from .jobs import Job
     from .renderer import Renderer
 
     out: list[Check] = []
-    target, source = Path(data["target"]["path"]), Path(data["source"]["path"])
+    target = Path(data["target"]["path"])
+    try:
+        sources = _job_sources(data, cfg)
+    except RenderError as exc:
+        return [Check(False, f"job key: {exc}")]
     output = Path(data["output"]["path"]) if data.get("output") else None
-    if not target.is_file() or not source.is_file() or output is None:
+    if not target.is_file() or not all(p.is_file() for p in sources) or output is None:
         return [Check(False, "job key: the target, source or output is missing")]
     tmp = Path(tempfile.mkdtemp(prefix="render-verify-"))
+    job = Job(sources[0], target, tmp / output.name, sources)
     try:
         renderer = Renderer(cfg)
-        plan = renderer.plan(Job(source, target, tmp / output.name))
+        plan = renderer.plan(job)
         same = plan.key == data.get("job_key")
         out.append(Check(same, f"job key: {plan.key[:16]}… " + ("matches" if same else
                                 f"here, {str(data.get('job_key'))[:16]}… in the report")))
         if rerender and same and plan.kind == "video":
             recorded = {s["index"]: s["sha256"] for s in data.get("segments") or ()}
             chosen = pick_segments(len(plan.segments), rerender)
-            result = renderer.executor(Job(source, target, tmp / output.name), plan).run(
+            result = renderer.executor(job, plan).run(
                 chosen, assemble=False)
             got = {r.index: r.sha256 for r in result.segments}
             for i in chosen:

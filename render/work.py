@@ -106,6 +106,7 @@ class Worker:
 
     def run_job(self, claim) -> None:
         from .batch import BatchFailed, render_all
+        from .review.reports import verdict_of_reports
 
         job = claim.job
         if job.spec is None:
@@ -169,7 +170,8 @@ class Worker:
             log.exception("job %s failed", job.id)
             return
         self.spool.finish(claim, "done", {"error": None, "reports": reports, **counts,
-                                          "seconds": round(time.monotonic() - started, 3)})
+                                          "seconds": round(time.monotonic() - started, 3),
+                                          "review": verdict_of_reports(reports)})
         log.info("job %s done: %d rendered, %d up to date", job.id, counts["rendered"],
                  counts["up_to_date"])
 

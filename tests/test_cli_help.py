@@ -5,7 +5,8 @@ import pytest
 
 from conftest import run_cli
 
-SUBCOMMANDS = ("models", "verify", "submit", "work", "jobs", "assemble", "slurm", "serve", "users")
+SUBCOMMANDS = ("models", "verify", "review", "submit", "work", "jobs", "assemble", "slurm", "serve",
+               "users")
 
 
 @pytest.mark.parametrize("name", SUBCOMMANDS)

@@ -120,13 +120,13 @@ def test_selection_one_holds_its_track_until_another_face_is_clearly_larger():
     select = TrackSelection("one")
     frame = np.zeros((8, 8, 3), np.uint8)
     a, b = face_at(100, 100, 100), face_at(400, 100, 105)
-    assert select(frame, [a], [0], {0}) == {0}
-    assert select(frame, [a, b], [0, 1], {0, 1}) == {0}           # about the same size: held
-    assert select(frame, [b], [1], {0, 1}) == {0}                 # 0 missed, still alive
+    assert set(select(frame, [a], [0], {0})) == {0}
+    assert set(select(frame, [a, b], [0, 1], {0, 1})) == {0}           # about the same size: held
+    assert set(select(frame, [b], [1], {0, 1})) == {0}                 # 0 missed, still alive
     large = face_at(400, 100, 150)
-    assert select(frame, [a, large], [0, 1], {0, 1}) == {1}       # 2.25 x the area: the largest
-    assert select(frame, [a], [0], {0}) == {0}                    # track 1 ended
-    assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0, 1, 5}
+    assert set(select(frame, [a, large], [0, 1], {0, 1})) == {1}       # 2.25 x the area: the largest
+    assert set(select(frame, [a], [0], {0})) == {0}                    # track 1 ended
+    assert TrackSelection("many")(frame, [a, b], [0, 1], {0, 1, 5}) == {0: 0, 1: 0, 5: 0}
 
 
 def test_selection_reference_decides_once_per_track():
@@ -147,12 +147,12 @@ def test_selection_reference_decides_once_per_track():
     frame = np.zeros((8, 8, 3), np.uint8)
     a, b = face_at(100, 100), face_at(400, 100)
     for _ in range(4):
-        assert select(frame, [a, b], [0, 1], {0, 1}) == {0}
+        assert set(select(frame, [a, b], [0, 1], {0, 1})) == {0}
     assert len(calls) == 2                                        # once per track
-    assert select(frame, [b], [1], {0, 1}) == {0}                 # track 0 missed: still chosen
+    assert set(select(frame, [b], [1], {0, 1})) == {0}                 # track 0 missed: still chosen
     select(frame, [a, b], [0, 1], {0, 1})     # track 1's 6th detection, track 0's 5th
     assert calls[2:] == [float(b.box[0])]                         # 5 after its embedding
-    assert select(frame, [b], [1], {1}) == set()                  # track 0 ended
+    assert set(select(frame, [b], [1], {1})) == set()                  # track 0 ended
 
 
 # -- the window -----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence, get_type_hints
 
 from ..options import (KEYED, Debug, Decode, Detect, Embed, Encode, Execution, Landmark, Lock,
-                       Mark, Mask, Models, Segment, Select, Shard, Stabilize, option)
+                       Mark, Mask, Models, Review, Segment, Select, Shard, Stabilize, option)
 from ..processors import registry
 
 
@@ -30,7 +30,8 @@ class Config:
     profile: str = option("moderate", "profile name (profiles/NAME.yaml), a path to a YAML file, "
                           "or auto (low/moderate/high by the GPU's memory; low on the CPU without "
                           "one)", keyed="never")
-    source: str = option("", "image with the source face (default: input_dir/source.jpg|png)",
+    source: str = option("", "image with the source face, several separated by commas or a "
+                         "folder of them (their mean identity; default: input_dir/source.jpg|png)",
                          keyed="never")
     target: str = option("", "video or image to render (default: every video and image in "
                          "input_dir)", keyed="never")
@@ -78,6 +79,7 @@ class Config:
     select: Select = field(default_factory=Select)
     stabilize: Stabilize = field(default_factory=Stabilize)
     debug: Debug = field(default_factory=Debug)
+    review: Review = field(default_factory=Review)
     execution: Execution = field(default_factory=Execution)
     encode: Encode = field(default_factory=Encode)
     decode: Decode = field(default_factory=Decode)

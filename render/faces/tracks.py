@@ -1,5 +1,5 @@
 """Face tracks: the faces of consecutive frames linked into tracks with stable ids, and the
-selection (one / many / reference) decided per track.
+selection (one / many / reference / map) decided per track.
 
 A face joins the track whose last face it overlaps (box IoU) or whose key points lie close to its
 own (mean distance in face widths), best pairs first; a face that joins none starts a new track.
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 
+from .assign import MapTracks
 from .select import ReferenceTracks, box_iou
 from .types import Face
 
@@ -92,18 +93,29 @@ class TrackSelection:
     detections and on close calls)."""
 
     def __init__(self, mode: str, reference: ReferenceTracks | None = None, *,
-                 switch: float = 1.25) -> None:
+                 switch: float = 1.25, people: MapTracks | None = None) -> None:
         if mode == "reference" and reference is None:
             raise ValueError("reference selection needs a reference")
+        if mode == "map" and people is None:
+            raise ValueError("map selection needs the face map's people")
         self.mode = mode
         self.reference = reference
+        self.people = people
         self.switch = switch
         self._chosen: int | None = None
         self._area = 0.0            # the chosen track's last face's area
 
     def __call__(self, frame: np.ndarray, faces: list[Face], ids: list[int],
-                 alive: set[int]) -> set[int]:
-        """The selected track ids among ``alive`` after this frame's ``faces`` (with ``ids``)."""
+                 alive: set[int]) -> dict[int, int]:
+        """The selected track ids among ``alive`` after this frame's ``faces`` (with ``ids``),
+        each with the identity the chain puts on it (0 but in mode map: the person)."""
+        if self.mode == "map":
+            assert self.people is not None
+            return self.people.decide(frame, faces, ids, alive)
+        return dict.fromkeys(sorted(self._chosen_tracks(frame, faces, ids, alive)), 0)
+
+    def _chosen_tracks(self, frame: np.ndarray, faces: list[Face], ids: list[int],
+                       alive: set[int]) -> set[int]:
         if self.mode == "many":
             return set(alive)
         if self.mode == "reference":

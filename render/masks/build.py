@@ -5,7 +5,8 @@ is given) and which after (on its result), as FaceFusion does. The step says whi
   paddings where the step asks for them — a swapper, as FaceFusion's — else none) and the
   occlusion masks (several as one: their minimum, softened once), on the crop before the step;
 - steps that ask for them (a swapper): the region and area masks, on the step's result (an
-  enhancer keeps the face it is given, so those would cut nothing new).
+  enhancer keeps the face it is given, so those would cut nothing new), and the keep mask
+  (``mask.keep``), on the crop before the step: it is the target's mouth that is kept.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from ..faces.mask import NO_SIDES, PasteMask, paste_masks
 from ..model_handle import ModelEntry, ProcessorModel
 from .registry import MASKS
 from .area import AreaMask
+from .keep import KeepMask
 from .model import ModelMask
 from .occlusion import OcclusionMask, Occluders
+from .region import RegionMask
 
 if TYPE_CHECKING:
     from ..options import Mask
@@ -26,7 +29,7 @@ def step_masks(mask: Mask, size: int, models: Sequence[ModelMask], *, padded: bo
                on_result: bool) -> tuple[list[PasteMask], list[PasteMask]]:
     """(before, after) for a step of crop side ``size``; ``models`` are the loaded occlusion and
     region masks; ``padded``: the box mask takes the paddings; ``on_result``: the region and
-    area masks apply, on the step's result."""
+    area masks apply, on the step's result, and the keep mask, on its crop."""
     if padded:
         sides = (mask.padding_top, mask.padding_right, mask.padding_bottom, mask.padding_left)
         before: list[PasteMask] = paste_masks(mask.type, size, mask.padding, mask.blur, sides)
@@ -36,6 +39,9 @@ def step_masks(mask: Mask, size: int, models: Sequence[ModelMask], *, padded: bo
     if occluders:
         before.append(Occluders(occluders))
     before += [m for m in models if not m.after_swap and m not in occluders]
+    if mask.keep and on_result:
+        parser = next((m for m in models if isinstance(m, RegionMask)), None)
+        before.append(KeepMask(mask.keep, parser))
     after: list[PasteMask] = [m for m in models if m.after_swap] if on_result else []
     if mask.areas and on_result:
         after.append(AreaMask(mask.areas))

@@ -36,14 +36,17 @@ class RegionMask(ModelMask):
         super().__init__(role, model, options)
         self.ids = np.array(region_ids(options.regions), np.int64)
 
-    def __call__(self, crops: np.ndarray, faces: Sequence[Face],
-                 matrices: Sequence[np.ndarray]) -> np.ndarray:
-        """(N, S, S, 3) BGR uint8 crops → (N, S, S) float32 weights."""
-        side = crops.shape[1]
+    def classes(self, crops: np.ndarray) -> np.ndarray:
+        """(N, S, S, 3) BGR uint8 crops → (N, size, size) class ids at the parser's side."""
         size = self.size or 512
         # the graph's input is NCHW (1, 3, 512, 512): RGB, x / 255, ImageNet mean and std
         rgb = resize_all(crops, size)[..., ::-1].astype(np.float32) / np.float32(255.0)
         blobs = ((rgb - IMAGENET_MEAN) / IMAGENET_STD).transpose(0, 3, 1, 2)
         logits = self.forward(np.ascontiguousarray(blobs, np.float32))     # (N, 19, size, size)
-        chosen = np.isin(logits.argmax(axis=1), self.ids).astype(np.float32)
-        return np.stack([soften(m) for m in resize_all(chosen, side)])
+        return logits.argmax(axis=1)
+
+    def __call__(self, crops: np.ndarray, faces: Sequence[Face],
+                 matrices: Sequence[np.ndarray]) -> np.ndarray:
+        """(N, S, S, 3) BGR uint8 crops → (N, S, S) float32 weights."""
+        chosen = np.isin(self.classes(crops), self.ids).astype(np.float32)
+        return np.stack([soften(m) for m in resize_all(chosen, crops.shape[1])])

@@ -90,7 +90,8 @@ class LoadedModels:
     processors: list[ChainProcessor]
     #: the occlusion and region masks (``mask.occluder``, ``mask.parser``)
     masks: list[ModelMask] = field(default_factory=list)
-    #: the landmark step (``landmark.model``, or the estimator for ``mask.areas``), or None
+    #: the landmark step (``landmark.model``, or the estimator for ``mask.areas`` and
+    #: ``mask.keep``), or None
     landmarks: FaceLandmarks | None = None
 
     @property

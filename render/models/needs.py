@@ -40,15 +40,20 @@ def mask_models(cfg: Config) -> list[tuple[str, str]]:
 
 def landmark_models(cfg: Config) -> dict[str, str]:
     """key → manifest name of the landmark models a render with ``cfg`` loads: the landmarker
-    when ``landmark.model`` is set, else the estimator when ``mask.areas`` needs 68 points."""
+    when ``landmark.model`` is set, else the estimator when ``mask.areas`` needs 68 points, or
+    ``mask.keep`` does (it takes the parser's classes instead when ``mask.parser`` is on)."""
     if cfg.landmark.model:
         return {"landmark.model": cfg.landmark.model}
-    if cfg.mask.areas:
-        if not cfg.landmark.estimator:
-            raise ConfigError(f"mask.areas={','.join(cfg.mask.areas)} needs 68 landmarks: set "
-                              f"landmark.model or landmark.estimator")
-        return {"landmark.estimator": cfg.landmark.estimator}
-    return {}
+    uses = [f"{key}={','.join(areas)}" for key, areas in (
+        ("mask.areas", cfg.mask.areas), ("mask.keep", () if cfg.mask.parser else cfg.mask.keep))
+        if areas]
+    if not uses:
+        return {}
+    if not cfg.landmark.estimator:
+        also = "" if cfg.mask.areas else " (or mask.parser, whose mouth classes it then takes)"
+        raise ConfigError(f"{uses[0]} needs 68 landmarks: set landmark.model or "
+                          f"landmark.estimator{also}")
+    return {"landmark.estimator": cfg.landmark.estimator}
 
 
 def fixed(name: str, precision: str) -> str:
