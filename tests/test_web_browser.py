@@ -316,3 +316,105 @@ def test_a_student_watches_the_progress_plays_the_result_and_reads_the_report(br
     wait_for(browser, lambda d: d.find_element(By.ID, "token-button").is_enabled(), what="the button")
     browser.find_element(By.ID, "token-button").click()
     wait_for(browser, lambda d: len(d.find_element(By.ID, "token").text) > 20, what="a token")
+
+
+# -- a second person, their face clicked on the target ------------------------------------------
+YELLOW, DARK = (30, 210, 230), (10, 20, 120)      # two people to the stand-in embedder
+
+
+@pytest.fixture(scope="module")
+def two_people(tmp_path_factory):
+    """Photos of two people, and a clip with two faces: the yellow one moves 8 px a frame."""
+    d = tmp_path_factory.mktemp("twopeople")
+    return SimpleNamespace(
+        photo1=mf.make_source_image(d / "me.jpg", colour=(150, 60, 240)).path,
+        photo2=mf.make_source_image(d / "pal.png", colour=(20, 130, 250)).path,
+        clip=mf.make_clip(d / "us.mp4", width=640, height=360, seconds=1.0, audio=False,
+                          faces=lambda i: [(120 + 8 * i, 180, 64, YELLOW), (500, 180, 64, DARK)]))
+
+
+def test_a_student_clicks_the_face_of_each_person_on_the_target(browser, room, server, two_people):
+    """A second photo, "a second person": the page shows the chosen clip on a canvas, the slider
+    goes to frame 12 by keyboard, the student clicks the yellow face for photo 1 and picks the
+    dark one for photo 2 with the arrow keys and Enter; the job is a face map whose references
+    are those faces, and it renders."""
+    import yaml
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    first_sign_in(browser, server.url, "pia", room.add_user("pia"))
+    wait_for(browser, lambda d: d.current_url.endswith("/student"), what="the student page")
+    wait_for(browser, lambda d: d.find_element(By.ID, "who").text == "pia", what="the name")
+    assert not browser.find_element(By.ID, "second").is_displayed()
+    browser.find_element(By.ID, "source").send_keys(str(two_people.photo1))
+    browser.find_element(By.ID, "target").send_keys(str(two_people.clip.path))
+    browser.find_element(By.ID, "source2").send_keys(str(two_people.photo2))
+    wait_for(browser, lambda d: d.find_element(By.ID, "second").is_displayed(), what="the choice")
+    assert not browser.find_element(By.ID, "picker").is_displayed()
+    browser.find_element(By.ID, "second-other").click()
+    canvas = browser.find_element(By.ID, "pick-canvas")
+    wait_for(browser, lambda d: canvas.get_attribute("data-ready") == "1", what="the frame")
+    assert (browser.execute_script("return [arguments[0].width, arguments[0].height]", canvas)
+            == [640, 360])
+
+    # the slider, by keyboard, to 0.48 s: frame 12
+    slider = browser.find_element(By.ID, "pick-time")
+    slider.send_keys(*[Keys.ARROW_RIGHT] * 12)
+    wait_for(browser, lambda d: abs(float(canvas.get_attribute("data-time") or 0) - 0.481) < 0.002,
+             what="frame 12")
+    assert browser.find_element(By.ID, "pick-time-text").text == "0.48 s"
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
+
+    def click(x: float, y: float) -> None:
+        rect = browser.execute_script("const r = arguments[0].getBoundingClientRect();"
+                                      "return [r.width, r.height];", canvas)
+        ActionChains(browser).move_to_element_with_offset(
+            canvas, int(x * rect[0] / 640 - rect[0] / 2), int(y * rect[1] / 360 - rect[1] / 2)
+        ).click().perform()
+
+    (yx1, yy1, yx2, yy2), (dx1, dy1, dx2, dy2) = two_people.clip.boxes[12]
+    # the first face by a click
+    # submitting with one face chosen: the page says what is missing
+    click((yx1 + yx2) / 2, (yy1 + yy2) / 2)
+    browser.find_element(By.ID, "consent").click()
+    browser.find_element(By.ID, "submit-button").click()
+    assert browser.find_element(By.ID, "submit-message").text == \
+        "click on the target the face that becomes photo 2"
+    # the second by keyboard: the crosshair starts at the middle (320, 180), → moves 13 px
+    assert dx1 < 320 + 14 * 13 < dx2 and dy1 < 180 < dy2
+    canvas.send_keys(*[Keys.ARROW_RIGHT] * 14, Keys.ENTER)
+    wait_for(browser, lambda d: canvas.get_attribute("data-picks") == "2", what="two faces")
+    assert browser.find_element(By.ID, "pick2-text").text == \
+        "photo 2 (pal.png): the face at 502, 180, 0.48 s"
+    assert browser.find_element(By.ID, "pick1-text").text.startswith(
+        "photo 1 (me.jpg): the face at ")
+    browser.save_screenshot(str(artifacts() / "web-student-two-people.png"))
+    browser.find_element(By.ID, "submit-button").click()
+
+    row = wait_for(browser, lambda d: next(iter(d.find_elements(
+        By.CSS_SELECTOR, "#jobs tr.job")), None), what="the job row")
+    job_id = row.get_attribute("data-id")
+    (path,) = room.spool.glob(f"*/{job_id}.yaml")
+    spec = yaml.safe_load(path.read_text())
+    folder = room.state / "files" / spec["meta"]["classroom"]["folder"]
+    settings = spec["settings"]
+    assert "source" not in settings and settings["select.mode"] == "map"
+    assert settings["select.map"] == (f"{folder / 'reference1.png'}={folder / 'source.jpg'},"
+                                      f"{folder / 'reference2.png'}={folder / 'source2.png'}")
+    for n, colour, other in ((1, YELLOW, DARK), (2, DARK, YELLOW)):
+        ref = cv2.imread(str(folder / f"reference{n}.png")).astype(int)
+        has = lambda c: (abs(ref - c).max(axis=2) < 30).sum()  # noqa: E731
+        assert has(colour) == pytest.approx(64 * 64, rel=0.1) and has(other) == 0, n
+    assert abs(spec["meta"]["classroom"]["reference1"]["at"] - 0.481) < 0.002
+
+    row = wait_for(browser, lambda d: next(iter(d.find_elements(
+        By.CSS_SELECTOR, f"#jobs tr.job[data-id='{job_id}'][data-state=done]")), None),
+        timeout=180, what="done")
+    assert "2 people" in row.text and "1: me.jpg" in row.text and "2: pal.png" in row.text
+    thumbs = row.find_elements(By.CSS_SELECTOR, ".clicked img")
+    assert len(thumbs) == 2 and all(browser.execute_script(
+        "return arguments[0].complete && arguments[0].naturalWidth > 0", t) for t in thumbs)
+    assert not browser.find_element(By.ID, "picker").is_displayed()    # the form was reset
+    browser.execute_script("arguments[0].scrollIntoView()", row)
+    browser.save_screenshot(str(artifacts() / "web-student-two-people-done.png"))

@@ -35,6 +35,7 @@ from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
 from .extras import available, extra_settings, result_suffix, unavailable
+from .picks import check_second
 from .uploads import FaceFinder, Received, check_source, check_target, result_extension
 from .views import classroom_meta, iso as _iso, job_view, ts as _ts
 
@@ -208,17 +209,24 @@ class Classroom:
                                                    settings.max_clip_seconds)
             _, source_ext = check_source(source.path, source.name, self.faces,
                                          {"profile": profile})
+            second = check_second(received, target, target_info, self.faces,
+                                  {"profile": profile}, self.incoming)
             sid = secrets.token_hex(8)
             folder = self.folders / sid
             (folder / "out").mkdir(parents=True)
             source_path, target_path = folder / f"source{source_ext}", folder / f"target{target_ext}"
             os.replace(source.path, source_path)
             os.replace(target.path, target_path)
+            stored = [("source", source.name, source_path, source.bytes, {}),
+                      ("target", target.name, target_path, target.bytes, {}),
+                      *(second.store(folder) if second else [])]
             fsync_dir(folder)
             suffix = ".png" if target_info.is_image else result_extension(target.name, target_ext)
             output = folder / "out" / ("result" + result_suffix(fields, target_info.is_image,
                                                                 suffix))
-            job_settings = {"profile": profile, "source": str(source_path),
+            job_settings = {"profile": profile,
+                            **(second.settings(source_path) if second else
+                               {"source": str(source_path)}),
                             "target": str(target_path), "output": str(output),
                             **extra_settings(fields, profile)}
             try:
@@ -226,14 +234,14 @@ class Classroom:
             except RenderError as exc:
                 raise Refused(422, str(exc)) from None
             now = time.time()
-            files = {}
+            files: dict[str, Any] = {"second": second.kind} if second else {}
             with self.db.connect() as con:
-                for role, f, path in (("source", source, source_path), ("target", target, target_path)):
+                for role, name, path, size, more in stored:
                     fid = secrets.token_hex(8)
                     con.execute("INSERT INTO files (id, owner, job, role, name, path, bytes, created) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                (fid, user.name, sid, role, f.name, str(path), f.bytes, now))
-                    files[role] = {"file": fid, "name": f.name, "bytes": f.bytes}
+                                (fid, user.name, sid, role, name, str(path), size, now))
+                    files[role] = {"file": fid, "name": name, "bytes": size, **more}
             files["target"].update(kind=target_info.kind,
                                    seconds=None if target_info.is_image else round(target_info.duration, 3))
             meta = {"classroom": {"folder": sid, **files},

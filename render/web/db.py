@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS files (
     id TEXT PRIMARY KEY,                -- random; what the API calls the file
     owner TEXT NOT NULL,
     job TEXT NOT NULL,                  -- spool job id
-    role TEXT NOT NULL,                 -- source | target
+    role TEXT NOT NULL,                 -- source | target | source2 | reference1 | reference2
     name TEXT NOT NULL,                 -- the uploaded name, for people only (never a path)
     path TEXT NOT NULL,
     bytes INTEGER NOT NULL,

@@ -326,7 +326,22 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
                           "background": {"type": "string", "enum": ["yes", "no"],
                                          "description": "remove the background: the result "
                                                         "is a WebM (a PNG for a picture) with "
-                                                        "alpha"}}}}}}})
+                                                        "alpha"},
+                          "source2": {"type": "string", "format": "binary",
+                                      "description": "optional: a second photo (checked as "
+                                                     "the source is)"},
+                          "source2_is": {"type": "string",
+                                         "enum": ["same-person", "second-person"],
+                                         "description": "with source2: another photo of the "
+                                                        "same person (their mean identity), or "
+                                                        "a second person (needs pick1, pick2)"},
+                          "pick1": {"type": "string", "example": "1.5,320,180",
+                                    "description": "second-person: the face on the target that "
+                                                   "becomes the source photo, as seconds,x,y "
+                                                   "(pixels of the target's frame)"},
+                          "pick2": {"type": "string", "example": "1.5,900,200",
+                                    "description": "second-person: the face that becomes "
+                                                   "source2, as seconds,x,y"}}}}}}})
     async def submit(request: Request, c: Caller = Depends(member)) -> JSONResponse:
         settings = await anyio.to_thread.run_sync(classroom.settings)
         try:

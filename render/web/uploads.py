@@ -40,8 +40,8 @@ from .errors import Refused, disk_full, out_of_space
 
 log = logging.getLogger(__name__)
 
-FILE_FIELDS = ("source", "target")
-TEXT_FIELDS = ("profile", "consent", "upscale", "background")
+FILE_FIELDS = ("source", "target", "source2")
+TEXT_FIELDS = ("profile", "consent", "upscale", "background", "source2_is", "pick1", "pick2")
 TEXT_MAX = 4096                 # bytes of one text field
 OVERHEAD = 64 * 1024            # multipart headers and text fields on top of the files
 DRAIN_MAX = 64 * 1024 * 1024    # a refused body is read (and dropped) up to this much, so that the
@@ -270,11 +270,12 @@ def check_target(path: Path, label: str, max_seconds: float) -> tuple[MediaInfo,
     return info, ext
 
 
-def check_source(path: Path, label: str, faces: "FaceFinder", overrides: Mapping[str, str]
-                 ) -> tuple[MediaInfo, str]:
+def check_source(path: Path, label: str, faces: "FaceFinder", overrides: Mapping[str, str],
+                 role: str = "the source") -> tuple[MediaInfo, str]:
     """The source's probe and extension; refused unless it is an image with a face in it
-    (looked for with the detector of the job's settings ``overrides``)."""
-    what = f"the source {label!r}"
+    (looked for with the detector of the job's settings ``overrides``). ``role`` names it in
+    the messages (the second photo is checked the same way)."""
+    what = f"{role} {label!r}"
     info = _probe(path, what, "an image")
     if not info.is_image:
         raise Refused(422, f"{what} is a video: upload a photo of the face to put in")
@@ -294,22 +295,39 @@ def check_source(path: Path, label: str, faces: "FaceFinder", overrides: Mapping
 
 
 class FaceFinder:
-    """The renderer's face detector (manifest, model store and session factory of the same
-    Config a render gets), on the CPU, one session per detector setting, loaded on first use."""
+    """The renderer's face detector and embedder (manifest, model store and session factory of
+    the same Config a render gets), on the CPU, one session per model setting, loaded on first
+    use."""
 
     def __init__(self, overrides: Mapping[str, str]) -> None:
         self.overrides = dict(overrides)
         self._detectors: dict[tuple, Any] = {}
+        self._embedders: dict[tuple, Any] = {}
         self._lock = threading.Lock()
+
+    def config(self, job: Mapping[str, str]):
+        return load_config({**self.overrides, **job, "execution.providers": "cpu",
+                            "execution.threads": "1"})
 
     def count(self, image: Path, job: Mapping[str, str]) -> int:
         from ..source_face import read_image
 
-        cfg = load_config({**self.overrides, **job, "execution.providers": "cpu",
-                           "execution.threads": "1"})
         picture = read_image(image, "source")       # MediaError: OpenCV cannot decode it
+        return len(self.detect(picture, job))
+
+    def detect(self, picture: Any, job: Mapping[str, str]) -> list:
+        """The faces (:class:`render.faces.types.Face`) the job's detector finds in a BGR
+        picture; Refused 503 when the detector cannot run here."""
+        return self._run(lambda cfg: self._detector(cfg).detect(picture), job)
+
+    def embed(self, picture: Any, face: Any, job: Mapping[str, str]) -> Any:
+        """The raw embedding of ``face`` in ``picture`` by the job's embedder."""
+        return self._run(lambda cfg: self._embedder(cfg).embed(picture, face), job)
+
+    def _run(self, call, job: Mapping[str, str]):
+        cfg = self.config(job)
         try:
-            return len(self._detector(cfg).detect(picture))
+            return call(cfg)
         except RenderError as exc:
             log.error("the face check cannot run: %s", exc)
             raise Refused(503, f"the server cannot look for faces now: {exc}") from None
@@ -325,3 +343,24 @@ class FaceFinder:
                 factory = SessionFactory(cfg.execution, cfg.cache_path)
                 self._detectors[key] = load_detector(cfg, model_store(cfg), factory)[1]
             return self._detectors[key]
+
+    def _embedder(self, cfg):
+        from ..errors import ModelError
+        from ..faces.embed import CONTRACTS, Embedder
+        from ..models.load import model_store
+        from ..models.needs import fixed
+        from ..sessions import SessionFactory
+
+        need = (cfg.embed.model, fixed(cfg.embed.model, cfg.embed.precision))
+        key = (str(cfg.models_dir), tuple(cfg.models.manifest), *need)
+        with self._lock:
+            if key not in self._embedders:
+                store = model_store(cfg)
+                entry = store.verify_required([need])[need]
+                if entry.contract not in CONTRACTS:
+                    raise ModelError(f"embed.model={entry.name}: its contract is "
+                                     f"{entry.contract}, not an embedder's")
+                factory = SessionFactory(cfg.execution, cfg.cache_path)
+                self._embedders[key] = Embedder(factory.lazy(
+                    store.path(entry), fp16=entry.precision == "fp16", sha256=entry.sha256))
+            return self._embedders[key]

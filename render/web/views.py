@@ -11,7 +11,7 @@ from ..media.formats import IMAGE_FORMATS
 from ..report import report_path
 from ..spool import FINAL, Job
 from .extras import describe as describe_extras
-from .wording import for_student
+from .wording import for_student, people
 
 PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s",
                  "device")
@@ -69,6 +69,11 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "extras": describe_extras(job.settings),
         "source": c.get("source"),
         "target": c.get("target"),
+        #: whose faces it puts in: "2 photos of one person", "2 people" (None: one photo)
+        "mode": people(job.settings, c),
+        "source2": c.get("source2"),
+        #: a second person: the faces clicked on the target, as the renderer's references
+        "references": [c[k] for k in ("reference1", "reference2") if isinstance(c.get(k), dict)],
         "consent": bool((meta.get("consent") or {}).get("given")),
         "queue_position": order.get(job.id),
         "queue_length": len(order),

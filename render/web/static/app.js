@@ -158,10 +158,24 @@ const Classroom = (() => {
     if (!same) body.replaceChildren(...rows);
   }
 
+  // The faces a job puts in: "face: a.jpg", and a second photo ("+ b.jpg", or for a second
+  // person each photo beside the face clicked for it, shown small).
+  function faces(job) {
+    const link = (f) => name(f.name, `/api/files/${f.file}`);
+    const refs = job.references || [];
+    if (!job.source) return [el("div", {}, "face: ?")];
+    if (!job.source2) return [el("div", {}, "face: ", link(job.source))];
+    if (!refs.length) return [el("div", {}, "faces: ", link(job.source)), el("div", {}, "+ ", link(job.source2))];
+    return [job.source, job.source2].map((photo, i) => el("div", { class: "person" },
+      refs[i] ? el("span", { class: "clicked" }, el("img", { src: `/api/files/${refs[i].file}?inline=1`,
+                                                            alt: `the face clicked for photo ${i + 1}` })) : null,
+      el("span", { class: "photo" }, `${i + 1}: `, link(photo))));
+  }
+
   async function signOut() {
     try { await api("DELETE", "/api/session"); } finally { window.location.assign("/signin"); }
   }
 
   return { api, session, setCsrf, csrfToken, say, el, duration, bytes, when, describe,
-           phaseCell, renderRows, signOut, name };
+           phaseCell, renderRows, signOut, name, faces };
 })();

@@ -18,8 +18,11 @@
   const message = document.getElementById("submit-message");
   const bar = document.getElementById("upload-progress");
   const button = document.getElementById("submit-button");
+  Picker.init();
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    const problem = Picker.problem();
+    if (problem) { C.say(message, problem, "error"); return; }
     const data = new FormData();
     data.append("profile", profile.value);
     data.append("consent", document.getElementById("consent").checked ? "yes" : "no");
@@ -27,6 +30,7 @@
       data.append(extra, document.getElementById(extra).checked ? "yes" : "no");
     data.append("source", document.getElementById("source").files[0]);
     data.append("target", document.getElementById("target").files[0]);
+    Picker.append(data);
     const request = new XMLHttpRequest();
     request.open("POST", "/api/jobs");
     request.setRequestHeader("X-CSRF-Token", C.csrfToken());
@@ -41,6 +45,7 @@
       if (request.status === 201) {
         C.say(message, "queued", "ok");
         form.reset();
+        Picker.reset();
         refresh();
       } else {
         C.say(message, (answer && answer.detail) || `the server answered ${request.status}`, "error");
@@ -80,9 +85,9 @@
   }
 
   function row(job) {
-    const files = C.el("td", { class: "files" },
-      C.el("div", {}, "face: ", job.source ? C.name(job.source.name, `/api/files/${job.source.file}`) : "?"),
+    const files = C.el("td", { class: "files" }, ...C.faces(job),
       C.el("div", {}, "into: ", job.target ? C.name(job.target.name, `/api/files/${job.target.file}`) : "?"));
+    if (job.mode) files.append(C.el("div", { class: "muted mode" }, job.mode));
     const actions = C.el("td", { class: "actions" });
     const what = label(job);
     if (job.output) {

@@ -20,8 +20,9 @@
 
   function row(job) {
     const files = C.el("td", { class: "files" });
-    if (job.source) files.append(C.el("div", {}, "face: ", C.name(job.source.name, `/api/files/${job.source.file}`)));
+    if (job.source) files.append(...C.faces(job));
     if (job.target) files.append(C.el("div", {}, "into: ", C.name(job.target.name, `/api/files/${job.target.file}`)));
+    if (job.mode) files.append(C.el("div", { class: "muted mode" }, job.mode));
     if (!job.classroom) files.append(C.el("span", { class: "muted" }, "(render submit)"));
     const actions = C.el("td", { class: "actions" });
     if (job.output) actions.append(C.el("a", { class: "button download", href: job.output }, "Result"));
