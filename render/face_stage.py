@@ -8,7 +8,6 @@ The stage runs steps by what they declare (``processors.base``), never by what t
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from .faces.composite import paste
 from .faces.detect import Detector
 from .faces.flow import FaceTracker
 from .faces.mask import PasteMask, combine
-from .faces.types import Face
+from .faces.types import Face, scale_face
 from .masks.build import step_masks
 from .model_handle import run_batched
 from .models.load import LoadedModels
@@ -206,7 +205,8 @@ class FaceStage:
             self.times.frames_touched += len({i for i, _ in faces})
             ready.rest = lambda: self.swap(frames, faces, colours, sources)
         if self.review is not None:          # records the faces; measures them after the chain
-            self.review.observe(kept, self._start - self._first, ready)
+            timed(self.times, "review", self.review.observe, kept, self._start - self._first,
+                  ready)
         return ready
 
     def _overlay(self, kept: list[FrameFaces], frames: list[np.ndarray]) -> None:
@@ -341,14 +341,6 @@ class FaceStage:
         return [(i, scale_face(face, new_w / width, new_h / height)) for i, face in faces]
 
 
-def scale_face(face: Face, sx: float, sy: float) -> Face:
-    """``face`` in a frame resized by ``sx`` × ``sy``."""
-    xy = np.array([sx, sy], np.float32)
-    return dataclasses.replace(
-        face, box=(face.box.reshape(2, 2) * xy).reshape(4), kps=face.kps * xy,
-        landmarks=face.landmarks * xy if face.landmarks is not None else None)
-
-
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces,
                      sources: Sequence[Path], times: StageTimes, alpha: bool = False
                      ) -> FaceStage:
@@ -381,7 +373,7 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces,
     colour = ColourMatch(*crop) if crop is not None else None
     review = SegmentReview.for_render(cfg, models.embedder.embed,
                                       lambda i: selection.identities[i].embedding,
-                                      tracked=selection.tracks is not None)
+                                      tracked=selection.tracks is not None, times=times)
     return FaceStage(detector=models.detector, select=selection.select, chain=chain,
                      batch_size=models.settings.batch_size, detect_every=cfg.detect.every,
                      times=times, tracks=selection.tracks, debug=debug,

@@ -18,18 +18,19 @@ written.
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ..face_window import FrameFaces
 from ..faces.embed import identity_distance
-from ..faces.types import Face
+from ..faces.types import Face, scale_face
 from .measure import delta_e, lab_mean
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..pipeline import Ready
+    from ..pipeline import Ready, StageTimes
 
 #: the record's format (``render.review.store``)
 RECORD_VERSION = 1
@@ -50,25 +51,28 @@ class SegmentReview:
     """Records one segment's faces (a new one per segment, like the face stage)."""
 
     def __init__(self, *, every: int, embed: Embed, identity: IdentityEmbedding,
-                 tracked: bool) -> None:
+                 tracked: bool, times: StageTimes | None = None) -> None:
         self.every = max(1, int(every))
         self.embed = embed
         self.identity = identity
         #: track ids come from the stage's track linker; without one they are a face's place in
         #: its frame's selection, which links nothing
         self.tracked = tracked
+        #: where the measuring after the chain adds its seconds (stage "review")
+        self.times = times
         self.faces: list[list] = []
         self._samples: dict[tuple[int, int], tuple[float | None, float]] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def for_render(cls, cfg: Config, embed: Embed | None, identity: IdentityEmbedding, *,
-                   tracked: bool) -> "SegmentReview | None":
+                   tracked: bool, times: StageTimes | None = None) -> "SegmentReview | None":
         """The recorder ``cfg`` asks for (``tracked``: the stage links faces into tracks);
         None where review is off or the faces are drawn instead of swapped (debug.overlay)."""
         if not cfg.review.enabled or cfg.debug.overlay or embed is None:
             return None
-        return cls(every=cfg.review.every, embed=embed, identity=identity, tracked=tracked)
+        return cls(every=cfg.review.every, embed=embed, identity=identity, tracked=tracked,
+                   times=times)
 
     def observe(self, kept: list[FrameFaces], offset: int, ready: Ready) -> None:
         """The frames ``kept`` about to be written (``ready``; a frame's number in the target is
@@ -83,7 +87,7 @@ class SegmentReview:
                     continue
                 self.faces.append(face_row(number, track, face.how, face.used))
                 if number % self.every == 0:
-                    sampled.append((i, number, track, getattr(face, "source", 0), face.used,
+                    sampled.append((i, number, track, face.source, face.used,
                                     lab_mean(entry.frame, face.used)))
         if not sampled:
             return
@@ -93,15 +97,16 @@ class SegmentReview:
         def measured() -> None:
             if rest is not None:
                 rest()
+            t0 = time.perf_counter()
             self._measure(ready.frames, sampled, size)
+            if self.times is not None:
+                self.times.add("review", time.perf_counter() - t0)
         ready.rest = measured
 
     def _measure(self, frames: list[np.ndarray], sampled: list[tuple[Any, ...]],
                  size: tuple[int, int]) -> None:
         """Identity distance and colour shift of each sampled face in the finished ``frames``
         (of ``size`` as decoded: a frame step may have resized them)."""
-        from ..face_stage import scale_face      # the stage imports this module
-
         for i, number, track, identity, face, before in sampled:
             frame = frames[i]
             if frame.shape[:2] != size:
