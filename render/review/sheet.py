@@ -70,7 +70,8 @@ def face_region(frame: np.ndarray, box: Sequence[float], side: int = TILE) -> np
 def _caption(tile: Tile) -> tuple[str, str]:
     f = tile.finding
     a, b = f["frames"]
-    when = f"{f['at']}  " + (f"frame {a}" if a == b else f"frames {a}-{b}")
+    when = f"{f['at']}  " + (f"frame {a}" if a == b else
+                              f"frames {a}-{b}, this {tile.frame}")
     value = float(f["value"])
     why = {"missed": f"missed {int(value)} frames", "distance": f"distance {value:.2f}",
            "jump": f"jump {value:.2f} widths", "colour": f"colour dE {value:.0f}"}[f["why"]]
