@@ -117,7 +117,7 @@ def run(argv: Sequence[str]) -> int:
 
         return verify_main(args[1:])
     if args and args[0] == "review":
-        from .review.command import main as review_main
+        from .review_sheet.command import main as review_main
 
         return review_main(args[1:])
     if "-h" in args or "--help" in args or "help" in args[:1]:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .cpu import summary as cpu_summary
-from .execute import ExecResult
 from .files import sha256_file, write_atomic
 from .gpus import nvml_handles
 from .media.probe import MediaInfo, probe
@@ -24,6 +23,7 @@ from .plan import RenderPlan, config_hash
 from .versions import installation
 
 if TYPE_CHECKING:
+    from .execute import ExecResult
     from .models.load import LoadedModels
 
 SCHEMA = 1

@@ -106,7 +106,7 @@ class Worker:
 
     def run_job(self, claim) -> None:
         from .batch import BatchFailed, render_all
-        from .review.reports import verdict_of_reports
+        from .review_sheet.reports import verdict_of_reports
 
         job = claim.job
         if job.spec is None:

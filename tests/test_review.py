@@ -29,9 +29,9 @@ from render.job_progress import describe_progress
 from render.models.load import load_models
 from render.pipeline import StageTimes, stream
 from render.review.quality import quality_section
-from render.review import sheet as contact_sheet
+from render.review_sheet import sheet as contact_sheet
 from render.review.recorder import SegmentReview
-from render.review.reports import verdict_of_reports
+from render.review_sheet.reports import verdict_of_reports
 from render.review.verdict import timecode
 from render.spool_job import Job
 from render.standins import media as mf

@@ -5,6 +5,5 @@ While a segment renders, :mod:`.recorder` notes what the face stage did with eac
 the source and its colour shift, :mod:`.measure`); :mod:`.store` keeps each segment's record
 beside the committed segment; at assembly :mod:`.quality` links the faces into tracks over the
 whole render (:mod:`.linking`) and judges each (:mod:`.verdict`) into the report's ``quality``
-section. ``render review OUTPUT`` (:mod:`.command`) draws the frames to look at
-(:mod:`.frames`, :mod:`.sheet`) and a timeline of each track (:mod:`.timeline`).
+section. ``render review OUTPUT`` draws it: :mod:`render.review_sheet`.
 """

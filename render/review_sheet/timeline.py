@@ -9,7 +9,7 @@ from typing import Any, Mapping
 import cv2
 import numpy as np
 
-from .verdict import timecode
+from ..review.verdict import timecode
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 LABEL = 96              # px left of the plot for the track's name

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from ..errors import MediaError, UsageError
 from ..media.formats import is_image_path
 from ..report import SUFFIX, load, report_path
-from .verdict import summary
+from ..review.verdict import summary
 
 
 def output_and_report(path: Path) -> tuple[Path, Path]:
