@@ -13,14 +13,17 @@ the output and its report. Everything the page keeps lives in the state folder
     state_dir/files/<folder>/   one submission: source.<ext>, target.<ext> (named by role, never by
                                 the uploaded name; a second photo source2.<ext>, for a second
                                 person with reference1.png, reference2.png: the faces clicked)
-                                and out/ with the output, its report and the work folder of its
-                                segments
+                                and out/ with the output, its report, the work folder of its
+                                segments and, once asked for, the review picture
+                                (result.mp4.review.png)
 
 Modules: :mod:`.db` (the SQLite file), :mod:`.accounts` (users, passwords, sessions, tokens,
 sign-in throttling), :mod:`.settings` (the class settings), :mod:`.errors` (refusals with their
 HTTP status, and what reads as a full disk), :mod:`.uploads` (streaming multipart reception within the
 limits, probing, the face check), :mod:`.picks` (the second photo: the same person, or a second
 person's face clicked on the target), :mod:`.classroom` (jobs of the page on the spool, retention),
+:mod:`.views` (a job as the pages show it), :mod:`.verdicts` (the review's verdict of a done job),
+:mod:`.results` (its files), :mod:`.sheets` (its review picture, made once when first asked for),
 :mod:`.server` (the FastAPI app), :mod:`.commands` (``render serve`` and ``render users``).
 """
 from __future__ import annotations

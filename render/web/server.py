@@ -36,6 +36,7 @@ from .classroom import CONSENT, Classroom
 from .errors import Refused, disk_full, out_of_space
 from .pages import STATIC, add_pages
 from .results import add_result_routes
+from .sheets import add_review_routes
 from .uploads import drain, receive
 
 log = logging.getLogger(__name__)
@@ -375,6 +376,7 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         return Response(status_code=204)
 
     add_result_routes(app, classroom, member)
+    add_review_routes(app, classroom, member)
 
     add_pages(app, accounts)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

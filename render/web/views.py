@@ -11,6 +11,7 @@ from ..media.formats import IMAGE_FORMATS
 from ..report import report_path
 from ..spool import FINAL, Job
 from .extras import describe as describe_extras
+from .verdicts import VERDICTS, recorded_reports
 from .wording import for_student, people
 
 PROGRESS_KEYS = ("segments_done", "segments_total", "frames_done", "frames_total", "fps", "eta_s",
@@ -56,6 +57,9 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
     report = report_path(output) if output is not None else None
     done = job.state == "done" and output is not None and output.is_file()
     live = job.state == "running" and not job.worker_gone
+    reported = report is not None and report.is_file()
+    review = VERDICTS.of(job, [report] if reported else [] if c else recorded_reports(job))
+    video = output is not None and output.suffix.lower() not in IMAGE_FORMATS
     words = (lambda text: text) if full or not c else \
         (lambda text: for_student(text, job.settings, c))
     return {
@@ -90,7 +94,10 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "kind": ("image" if output.suffix.lower() in IMAGE_FORMATS else "video")
         if output is not None else None,
         "poster": f"/api/jobs/{job.id}/poster" if done else None,
-        "report": f"/api/jobs/{job.id}/report" if report is not None and report.is_file()
-        else None,
-        "card": f"/api/jobs/{job.id}/card" if report is not None and report.is_file() else None,
+        "report": f"/api/jobs/{job.id}/report" if reported else None,
+        "card": f"/api/jobs/{job.id}/card" if reported else None,
+        #: the review's verdict: {verdict: ok/look, summary: "look: 2 tracks", reason, more}
+        "review": review,
+        #: the review picture (render review's contact sheet, made when first asked for)
+        "review_sheet": f"/api/jobs/{job.id}/review" if done and video and review else None,
     }

@@ -136,6 +136,14 @@ const Classroom = (() => {
     return cell;
   }
 
+  // The review's verdict of a done job: "ok", or "look: 2 tracks · missed 14 frames at 00:41.2".
+  function verdict(review) {
+    let text = `review: ${review.summary}`;
+    if (review.reason) text += ` · ${review.reason}`;
+    if (review.more) text += ` (+${review.more} more)`;
+    return el("div", { class: "verdict", "data-verdict": review.verdict }, text);
+  }
+
   // A file name that may be long: shortened with an ellipsis, the whole name on hover.
   function name(text, href) {
     const attrs = { class: "name", title: text };
@@ -177,5 +185,5 @@ const Classroom = (() => {
   }
 
   return { api, session, setCsrf, csrfToken, say, el, duration, bytes, when, describe,
-           phaseCell, renderRows, signOut, name, faces };
+           phaseCell, renderRows, signOut, name, faces, verdict };
 })();

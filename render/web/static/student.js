@@ -138,6 +138,7 @@
     } catch (e) {
       card.replaceChildren(C.el("p", { class: "message error" }, e.message));
     }
+    card.append(reviewPicture(job));
     (cardOnly ? card : viewer).scrollIntoView({ block: "start" });
   }
   document.getElementById("viewer-close").addEventListener("click", () => {
@@ -165,6 +166,50 @@
       C.el("dl", {}, ...rows.filter(([, v]) => v).flatMap(([k, v]) => [C.el("dt", {}, k), C.el("dd", {}, v)])),
       C.el("a", { class: "button secondary", id: "report-json", href: `${job.report}?inline=1`,
                   target: "_blank", rel: "noopener" }, "The full report (JSON)"));
+  }
+
+  // The review picture: the frames to look at and each face's timeline, made by the server the
+  // first time it is asked for (503 while it is being made: asked again after Retry-After).
+  function reviewPicture(job) {
+    const box = C.el("figure", { id: "review", class: "review" },
+      C.el("figcaption", {}, "Review: ", job.review ? job.review.summary : "none"));
+    const note = C.el("p", { class: "muted", id: "review-note" });
+    box.append(note);
+    if (!job.review_sheet) {
+      note.textContent = "No review picture: " + (job.kind === "image"
+        ? "a picture is not reviewed, only videos are." : "this render was not reviewed.");
+      return box;
+    }
+    note.textContent = "making the review picture …";
+    (async () => {
+      for (let attempt = 0; attempt < 40; attempt++) {
+        let response;
+        try {
+          response = await fetch(job.review_sheet, { credentials: "same-origin" });
+        } catch (e) {
+          note.textContent = "No review picture: the server could not be reached.";
+          return;
+        }
+        if (response.ok) {
+          const url = URL.createObjectURL(await response.blob());
+          note.replaceWith(C.el("img", { id: "review-picture", src: url,
+            alt: `Review of ${label(job)}: ${job.review ? job.review.summary : ""}`,
+            onload: () => URL.revokeObjectURL(url) }));
+          return;
+        }
+        let detail = null;
+        try { detail = (await response.json()).detail; } catch (e) { detail = null; }
+        if (response.status !== 503) {
+          note.textContent = detail ? detail.replace(/^no review picture/, "No review picture")
+                                    : `No review picture (the server answered ${response.status}).`;
+          return;
+        }
+        const wait = Number(response.headers.get("Retry-After")) || 3;
+        await new Promise((done) => window.setTimeout(done, wait * 1000));
+      }
+      note.textContent = "No review picture yet: the server is busy, open the report again later.";
+    })();
+    return box;
   }
 
   async function refresh() {

@@ -27,6 +27,7 @@
     const actions = C.el("td", { class: "actions" });
     if (job.output) actions.append(C.el("a", { class: "button download", href: job.output }, "Result"));
     if (job.report) actions.append(C.el("a", { class: "button secondary report", href: `${job.report}?inline=1`, target: "_blank", rel: "noopener" }, "Report"));
+    if (job.review_sheet) actions.append(C.el("a", { class: "button secondary review-sheet", href: job.review_sheet, target: "_blank", rel: "noopener" }, "Review"));
     if (job.state === "queued" || job.state === "running") {
       actions.append(C.el("button", { class: "danger cancel",
         onclick: () => act("POST", `/api/jobs/${job.id}/cancel`, `job ${job.id}: cancelling`) }, "Cancel"));
@@ -42,9 +43,11 @@
         }
       } }, "Delete"));
     }
+    const status = C.phaseCell(job);
+    if (job.review) status.append(C.verdict(job.review));
     return C.el("tr", { class: "job", "data-id": job.id, "data-state": job.state, "data-owner": job.owner },
       C.el("td", { class: "owner" }, job.owner), C.el("td", {}, C.when(job.submitted)), files,
-      C.el("td", {}, job.profile || ""), C.phaseCell(job), actions);
+      C.el("td", {}, job.profile || ""), status, actions);
   }
 
   function showStatus(status) {
