@@ -262,10 +262,15 @@ class FaceStage:
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
         weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
+        extra = identities if proc.needs_target_identity else None
+        if proc.needs_landmarks:    # the landmark step gave every face its 68 points
+            extra = np.stack([face.landmarks for _, face in faces]).astype(np.float32)
         results = timed(self.times, proc.name, run_batched, step.run_for(source), crops,
-                        self.batch_size, proc.max_batch,
-                        identities if proc.needs_target_identity else None)
+                        self.batch_size, proc.max_batch, extra)
         t0 = time.perf_counter()
+        if proc.own_mask:           # the step's BGR and its own paste mask, in one array
+            weights = np.minimum(weights, results[..., 3])
+            results = results[..., :3].astype(np.uint8)
         if colours is not None:
             results = self.colour.apply(results, colours)
         if after:

@@ -26,6 +26,10 @@ PINNED = {
 #: the whole-frame processors' models: FaceFusion publishes a CRC32 only, so no pin ships
 FRAME_MODELS = {n for n, e in yaml.safe_load(SHIPPED_MANIFEST.read_text())["models"].items()
                 if e["contract"].startswith(("frame-", "colourizer-", "matting"))}
+#: every model FaceFusion publishes with a CRC32 only (the frame models, the face processors'
+#: of issue 40): no pin ships, the first fetch takes it
+FIRST_FETCH = {n for n, e in yaml.safe_load(SHIPPED_MANIFEST.read_text())["models"].items()
+               if e.get("sha256") is None}
 NON_COMMERCIAL = {"inswapper_128", "inswapper_128_fp16", "arcface_w600k_r50", "scrfd_2.5g",
                   "retinaface_10g", "codeformer", "gpen_bfr_256", "gpen_bfr_512",
                   *(SWAPPERS - {"crossface_simswap"}), "gpen_bfr_1024", "gpen_bfr_2048"}
@@ -50,15 +54,20 @@ def write_manifest(path: Path, models: dict) -> Path:
 # ----------------------------------------------------------------------------- shipped manifest
 def test_shipped_manifest_pins_every_model(tmp_path):
     m = load_manifest(tmp_path)
-    assert SHIPPED_MANIFEST.is_file() and set(m.names()) == PINNED | FRAME_MODELS
-    assert len(FRAME_MODELS) == 19 + 5 + 15
+    assert SHIPPED_MANIFEST.is_file() and set(m.names()) == PINNED | FIRST_FETCH
+    assert len(FRAME_MODELS) == 19 + 5 + 15 and FRAME_MODELS <= FIRST_FETCH
     for e in m:
-        assert len(e.urls) == 2 and e.licence
-        if e.name in FRAME_MODELS:      # pinned at the first fetch
+        assert e.licence and e.urls
+        if e.name in FIRST_FETCH:       # pinned at the first fetch, from FaceFusion's hosts
             assert e.sha256 == "" and e.size is None and not e.confirmed
-            assert e.commercial_use == ("non-commercial" not in e.licence), e.name
-            assert e.urls[0].endswith(f"/{e.file}") and "facefusion-assets" in e.urls[0]
+            assert all(u.startswith(("https://github.com/facefusion/facefusion-assets/",
+                                     "https://huggingface.co/facefusion/")) for u in e.urls)
+            if e.name in FRAME_MODELS:
+                assert len(e.urls) == 2
+                assert e.commercial_use == ("non-commercial" not in e.licence), e.name
+                assert e.urls[0].endswith(f"/{e.file}") and "facefusion-assets" in e.urls[0]
             continue
+        assert len(e.urls) == 2
         assert len(e.sha256) == 64 and e.size
         assert all(u.startswith("https://") for u in e.urls)
         assert e.commercial_use == (e.name not in NON_COMMERCIAL), e.name
@@ -257,18 +266,18 @@ def test_list_shows_every_pinned_model_with_its_licence(tmp_path):
     rc, out = run(["list"], tmp_path, profiles)
     assert rc == 0
     lines = {ln.split()[0]: ln for ln in out.splitlines()[2:-1]}
-    assert set(lines) == PINNED | FRAME_MODELS
+    assert set(lines) == PINNED | FIRST_FETCH
     m = load_manifest(tmp_path)
     not_pinned = "(not pinned yet: taken at the first fetch (FaceFusion publishes a CRC32 only))"
     for name, line in lines.items():
         e = m.get(name)
         assert e.licence in line and "missing" in line
         assert ("[NON-COMMERCIAL]" in line) == (not e.commercial_use)
-        assert ("[NON-COMMERCIAL]" in line) == (name in NON_COMMERCIAL) or name in FRAME_MODELS
+        assert ("[NON-COMMERCIAL]" in line) == (name in NON_COMMERCIAL) or name in FIRST_FETCH
         assert ("unconfirmed" in line) == (name in UNCONFIRMED)
-        assert (not_pinned in line) == (name in FRAME_MODELS)
+        assert (not_pinned in line) == (name in FIRST_FETCH)
         assert "pinned at first fetch" not in line
-        if name in FRAME_MODELS:
+        if name in FIRST_FETCH:
             assert line.split()[1] == "?"             # no size until the first fetch
     assert "555.3 MB" in lines["inswapper_128"]
     assert lines["inswapper_128"].rstrip().endswith("default")

@@ -26,10 +26,32 @@ TEMPLATES: dict[str, np.ndarray] = {
     "arcface_128": np.array([[0.36167656, 0.40387734], [0.63696719, 0.40235469],
                              [0.50019687, 0.56044219], [0.38710391, 0.72160547],
                              [0.61507734, 0.72034453]], dtype=np.float32),
+    # DeepFaceLab's whole face (FaceFusion's deep_swapper crops DFM models' input with it)
+    "dfl_whole_face": np.array([[0.35342266, 0.39285716], [0.62797622, 0.39285716],
+                                [0.48660713, 0.54017860], [0.38839287, 0.68750011],
+                                [0.59821427, 0.68750011]], dtype=np.float32),
     "ffhq_512": np.array([[0.37691676, 0.46864664], [0.62285697, 0.46912813],
                           [0.50123859, 0.61331904], [0.39308822, 0.72541100],
                           [0.61150205, 0.72490465]], dtype=np.float32),
+    # StyleGANEX's face with its surroundings (FaceFusion's age modifier): ffhq_512 shrunk 0.625
+    # times about its nose tip
+    "styleganex_384": np.array([[0.42353745, 0.52289879], [0.57725008, 0.52319972],
+                                [0.50123859, 0.61331904], [0.43364461, 0.68337652],
+                                [0.57015325, 0.68306005]], dtype=np.float32),
 }
+#: FaceFusion's age modifier fits the five points scaled 0.875 times about the nose tip to
+#: styleganex_384; scaling the template 1 / 0.875 times about its own nose tip instead gives the
+#: same crop but for a shift of a seventh of the nose tip's fit residual: the crop age_modifier's
+#: styleganex is given and pasted back by
+TEMPLATES["styleganex_384_extended"] = (
+    TEMPLATES["styleganex_384"][2] + (TEMPLATES["styleganex_384"] - TEMPLATES["styleganex_384"][2])
+    / np.float32(0.875)).astype(np.float32)
+#: FaceFusion's face editor fits the five points scaled 1.5 times about the nose tip to ffhq_512;
+#: the template's points pulled toward its own nose tip by 1 / 1.5 give the same crop but for a
+#: shift of a third of the nose tip's fit residual (tests/test_face_editor.py)
+TEMPLATES["ffhq_512_x1_5"] = (
+    TEMPLATES["ffhq_512"][2] + (TEMPLATES["ffhq_512"] - TEMPLATES["ffhq_512"][2])
+    / np.float32(1.5)).astype(np.float32)
 
 
 def template_points(template: str, size: int) -> np.ndarray:

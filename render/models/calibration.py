@@ -202,7 +202,9 @@ def part_for(entry: ModelEntry, path: Path, mat: Material, *, embedder: Embedder
             proc = registry.driver(processor, contract)(processor.step(entry.name), model)
             assert isinstance(proc, FaceProcessor)
             run = proc.bind(source)
-            return [run(_crops(mat, [(i, f)], proc.template, proc.size))[0] for i, f in items]
+            out = [run(_crops(mat, [(i, f)], proc.template, proc.size))[0] for i, f in items]
+            # a step with a paste mask of its own returns it as a 4th channel: judge the BGR
+            return [o[..., :3].astype(np.uint8) for o in out] if proc.own_mask else out
         return Part("image", faces, step)
     if contract in MASKS.contracts():
         def mask(session: Any, items: list) -> list[np.ndarray]:

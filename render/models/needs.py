@@ -3,6 +3,7 @@ name, and every model a render with it loads (verified before any frame is decod
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Callable
 
 from ..config import Config, load_config, profile_names
@@ -10,11 +11,18 @@ from ..errors import ConfigError
 from ..processors import registry
 from ..processors.spec import Step, own_options
 
+log = logging.getLogger(__name__)
+
 
 def chain_steps(cfg: Config) -> list[Step]:
     """The steps a render with ``cfg`` runs, in order. A name that is not a processor's section
     is a model's manifest name, run with its processor's declared defaults; whether such a model
-    exists and what drives it is the loader's to check."""
+    exists and what drives it is the loader's to check. A step named twice is refused: each
+    has one section of options, one report row and one session."""
+    twice = next((n for k, n in enumerate(cfg.processors) if n in cfg.processors[:k]), None)
+    if twice is not None:
+        raise ConfigError(f"processors={','.join(cfg.processors)}: {twice} is named twice; a "
+                          f"step runs once per render (name it once)")
     steps = []
     for name in cfg.processors:
         processor = registry.processor(name)
@@ -24,9 +32,33 @@ def chain_steps(cfg: Config) -> list[Step]:
         values = dataclasses.asdict(getattr(cfg, name))
         if not values.get("enabled", True):
             continue
+        idle = _idle(cfg, name)
+        if idle:
+            log.warning("%s is left out of the chain: %s", name, idle)
+            continue
         steps.append(Step(name, values.get("model", ""), values.get("precision", "fp32"),
                           own_options(getattr(cfg, name)), processor.defaults()))
     return steps
+
+
+def _idle(cfg: Config, name: str) -> str:
+    """Why the processor section ``name`` would change nothing with its options ("" when it
+    would, or when it does not say: ``Processor.idle``)."""
+    processor = registry.processor(name)
+    return processor.idle(getattr(cfg, name)) if processor and processor.idle else ""
+
+
+def _chain_landmark_uses(cfg: Config) -> list[str]:
+    """The settings of the chain's processors that need each face's 68 landmarks
+    (``Processor.landmarks``: a face editor's eye and lip open ratios)."""
+    uses = []
+    for name in cfg.processors:
+        processor = registry.processor(name)
+        if processor is None or processor.landmarks is None or \
+                not getattr(getattr(cfg, name), "enabled", True) or _idle(cfg, name):
+            continue
+        uses += processor.landmarks(getattr(cfg, name))
+    return uses
 
 
 def mask_models(cfg: Config) -> list[tuple[str, str]]:
@@ -41,16 +73,18 @@ def mask_models(cfg: Config) -> list[tuple[str, str]]:
 def landmark_models(cfg: Config) -> dict[str, str]:
     """key → manifest name of the landmark models a render with ``cfg`` loads: the landmarker
     when ``landmark.model`` is set, else the estimator when ``mask.areas`` needs 68 points, or
-    ``mask.keep`` does (it takes the parser's classes instead when ``mask.parser`` is on)."""
+    ``mask.keep`` does (it takes the parser's classes instead when ``mask.parser`` is on), or a
+    processor of the chain does (``Processor.landmarks``)."""
     if cfg.landmark.model:
         return {"landmark.model": cfg.landmark.model}
     uses = [f"{key}={','.join(areas)}" for key, areas in (
         ("mask.areas", cfg.mask.areas), ("mask.keep", () if cfg.mask.parser else cfg.mask.keep))
-        if areas]
+        if areas] + _chain_landmark_uses(cfg)
     if not uses:
         return {}
     if not cfg.landmark.estimator:
-        also = "" if cfg.mask.areas else " (or mask.parser, whose mouth classes it then takes)"
+        also = " (or mask.parser, whose mouth classes it then takes)" \
+            if uses[0].startswith("mask.keep") else ""
         raise ConfigError(f"{uses[0]} needs 68 landmarks: set landmark.model or "
                           f"landmark.estimator{also}")
     return {"landmark.estimator": cfg.landmark.estimator}

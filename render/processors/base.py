@@ -3,7 +3,8 @@
 - :class:`FaceProcessor` — aligned face crops in, crops out; the face stage aligns, runs, masks
   and pastes back. A subclass declares what the stage may not guess: the crop (``template``,
   ``size``), what it takes of the target (``needs_target_identity``), which masks apply
-  (``mask_padding``, ``mask_result``), its colour match (``colour_crop``) and its ``opacity``.
+  (``mask_padding``, ``mask_result``, ``own_mask``), its colour match (``colour_crop``), its
+  ``opacity`` and what it takes of the faces (``needs_landmarks``).
   What it takes of the source it asks for itself, in :meth:`FaceProcessor.bind`.
 - :class:`FrameProcessor` — whole frames in, whole frames out, possibly at a new size
   (:meth:`FrameProcessor.output_size`). Frames are BGR, or BGRA once a step has made a matte
@@ -97,6 +98,13 @@ class FaceProcessor(ChainProcessor):
     #: the share of its result pasted over the frame (its paste mask times this): an enhancer's
     #: blend, so the rest is the frame's own pixels and not the crop resampled twice
     opacity = 1.0
+    #: its call returns (N, size, size, 4) float32: the result's BGR (whole numbers 0..255) and,
+    #: as the fourth channel, a paste mask of its own in 0..1 (a DFM model's), min-combined with
+    #: the step's masks
+    own_mask = False
+    #: its call takes the faces' 68 landmarks in frame pixels, (N, 68, 2) float32, as a second
+    #: argument (a face editor's eye and lip open ratios; the loader runs the landmark step)
+    needs_landmarks = False
 
     @property
     def max_batch(self) -> int | None:

@@ -10,12 +10,15 @@ from importlib.metadata import entry_points
 
 from ..errors import ConfigError
 from ..model_handle import load_class
-from . import background, colourize, enhance, frame_enhance, swap
+from . import (age_modifier, background, colourize, deep_swap, enhance, face_editor, frame_enhance,
+               swap)
 from .spec import Processor
 
 #: the processors that ship, in the order their sections are listed
 BUILT_IN: tuple[Processor, ...] = (swap.PROCESSOR, enhance.PROCESSOR, colourize.PROCESSOR,
-                                   background.PROCESSOR, frame_enhance.PROCESSOR)
+                                   background.PROCESSOR, frame_enhance.PROCESSOR,
+                                   deep_swap.PROCESSOR, face_editor.PROCESSOR,
+                                   age_modifier.PROCESSOR)
 #: the entry-point group of plug-in processors: ``name = package.module:DECLARATION``
 PLUGINS = "render.processors"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 #: "face": aligned face crops in, crops out, pasted back (the face stage's steps); "frame": whole
 #: frames in, whole frames out, possibly at a new size
@@ -35,6 +35,12 @@ class Processor:
     drivers: Mapping[str, str] = field(default_factory=dict)
     #: contracts of the models its models may ``need`` (a swapper's embedding converter)
     helpers: tuple[str, ...] = ()
+    #: its section → why a step with those options would change nothing ("" when it would): such
+    #: a step is left out of the chain, with a warning (a face editor whose controls are all 0)
+    idle: Callable[[Any], str] | None = None
+    #: its section → the settings (``key=value``) that need each face's 68 landmarks: the loader
+    #: then runs the landmark step (a face editor's eye and lip open ratios)
+    landmarks: Callable[[Any], list[str]] | None = None
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
