@@ -24,7 +24,8 @@ F 0.84, M 28.12, W 45.53, G 55.37, S and R together 0.23):
 
 Batch norms are counted by their two affine parameters (the published counts are PyTorch's
 parameters); the grid sampling, softmax, Gaussian heatmaps and norms are not MACs counted here.
-``python -m bench.live_portrait_costs`` prints the table and the face editor's cost per face.
+``python -m bench.live_portrait_costs`` prints the table and the face editor's and the expression
+restorer's cost per face.
 """
 from __future__ import annotations
 
@@ -187,6 +188,15 @@ def face_editor_gmacs(eyes: bool = False, lips: bool = False) -> float:
     return sum(COUNTED[n]().macs for n in names) / 1e9
 
 
+# -- the expression restorer (issue 40): its calls per face --------------------------------------
+def expression_restorer_gmacs() -> float:
+    """GMACs the expression restorer spends per face: the feature extractor once, the motion
+    extractor twice (the current crop and the frame's as decoded) and the generator once."""
+    calls = {"live_portrait_feature_extractor": 1, "live_portrait_motion_extractor": 2,
+             "live_portrait": 1}
+    return sum(n * COUNTED[name]().macs for name, n in calls.items()) / 1e9
+
+
 def table() -> str:
     rows = ["model                            GMAC/call  GFLOP/call  M params  MiB (fp32)"]
     for name, count in COUNTED.items():
@@ -195,6 +205,7 @@ def table() -> str:
                     f"{c.params / 1e6:8.3f}  {c.params * 4 / 2**20:10.1f}")
     rows.append(f"face_editor per face: {face_editor_gmacs():.1f} GMAC "
                 f"({face_editor_gmacs(True, True):.1f} with both open ratios set)")
+    rows.append(f"expression per face: {expression_restorer_gmacs():.1f} GMAC")
     return "\n".join(rows)
 
 

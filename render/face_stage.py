@@ -31,9 +31,10 @@ from .masks.build import step_masks
 from .model_handle import run_batched
 from .models.load import LoadedModels
 from .pipeline import Ready, StageTimes, timed
-from .processors.base import FaceProcessor, FrameProcessor, FramesFn
+from .processors.base import FaceProcessor, FrameProcessor, FramesFn, Timeline
 from .review.recorder import SegmentReview
 from .source_face import SourceFaces
+from .step_inputs import decoded_copies, step_extras
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,8 @@ class FaceStage:
         elif faces or (kept and self._frame_steps):
             self.times.faces += len(faces)
             self.times.frames_touched += len({i for i, _ in faces})
-            ready.rest = lambda: self.swap(frames, faces, colours, sources)
+            numbers = [self._start - self._first + e.index for e in kept]
+            ready.rest = lambda: self.swap(frames, faces, colours, sources, numbers)
         if self.review is not None:          # records the faces; measures them after the chain
             timed(self.times, "review", self.review.observe, kept, self._start - self._first,
                   ready)
@@ -228,12 +230,13 @@ class FaceStage:
 
     def _apply(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
                identities: np.ndarray | None = None, colours: list | None = None,
-               sources: Sequence[int] | None = None) -> None:
-        """Align every face to the step's template, run it over the crops in batches, paste back
-        through the step's masks; ``identities`` (the faces' raw embeddings) go with the crops to
-        a step that asks for them. A processor that chooses its crop side per face
-        (``crop_size``: pixel boost auto) gets the faces of each side together, and the faces
-        of each identity (``sources``, select.mode=map) go to the call bound to it."""
+               sources: Sequence[int] | None = None,
+               numbers: Sequence[int] | None = None,
+               originals: Sequence[tuple[np.ndarray, Face]] | None = None) -> None:
+        """Align every face to the step's template, run it over the crops in batches (with what
+        else it takes: ``render.step_inputs``), paste back through the step's masks. The faces
+        of each crop side (``crop_size``: pixel boost auto) and of each identity (``sources``:
+        select.mode=map, each to the call bound to it) go together."""
         proc = step.processor
         sizes = [proc.crop_size(face.kps) for _, face in faces]
         sources = sources or [0] * len(faces)
@@ -241,7 +244,7 @@ class FaceStage:
             colours = None
         if all(size == proc.size for size in sizes) and not any(sources):
             self._apply_at(frames, faces, step, proc.size, (step.masks, step.masks_after),
-                           identities, colours)
+                           identities, colours, numbers=numbers, originals=originals)
             return
         for size, source in sorted(set(zip(sizes, sources))):
             pick = [k for k, (s, i) in enumerate(zip(sizes, sources)) if (s, i) == (size, source)]
@@ -249,12 +252,14 @@ class FaceStage:
                 else step.masks_for(size)
             self._apply_at(frames, [faces[k] for k in pick], step, size, masks,
                            identities[pick] if identities is not None else None,
-                           [colours[k] for k in pick] if colours is not None else None, source)
+                           [colours[k] for k in pick] if colours is not None else None, source,
+                           numbers, [originals[k] for k in pick] if originals is not None else None)
 
     def _apply_at(self, frames: list[np.ndarray], faces: list[tuple[int, Face]], step: ChainStep,
                   size: int, masks: tuple[Sequence[PasteMask], Sequence[PasteMask]],
                   identities: np.ndarray | None, colours: list | None = None,
-                  source: int = 0) -> None:
+                  source: int = 0, numbers: Sequence[int] | None = None,
+                  originals: Sequence[tuple[np.ndarray, Face]] | None = None) -> None:
         before, after = masks
         proc = step.processor
         t0 = time.perf_counter()
@@ -262,11 +267,10 @@ class FaceStage:
         crops = np.stack([align.warp(frames[i], m, size) for (i, _), m in zip(faces, matrices)])
         weights = combine(before, crops, [face for _, face in faces], matrices)
         self.times.add("composite", time.perf_counter() - t0)
-        extra = identities if proc.needs_target_identity else None
-        if proc.needs_landmarks:    # the landmark step gave every face its 68 points
-            extra = np.stack([face.landmarks for _, face in faces]).astype(np.float32)
+        extras = step_extras(proc, faces, matrices, size, identities=identities,
+                             numbers=numbers, originals=originals)
         results = timed(self.times, proc.name, run_batched, step.run_for(source), crops,
-                        self.batch_size, proc.max_batch, extra)
+                        self.batch_size, proc.max_batch, *extras)
         t0 = time.perf_counter()
         if proc.own_mask:           # the step's BGR and its own paste mask, in one array
             weights = np.minimum(weights, results[..., 3])
@@ -310,11 +314,15 @@ class FaceStage:
         return any(isinstance(s, FrameStep) for s in self.chain)
 
     def swap(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
-             colours: list | None = None, sources: Sequence[int] | None = None) -> None:
+             colours: list | None = None, sources: Sequence[int] | None = None,
+             numbers: Sequence[int] | None = None) -> None:
         """Run every step of the chain on ``frames`` and their ``faces``, in place (after the
         landmark step, when on, which may move the points the crops are placed by); each face
         gets the identity ``sources`` gives it (None: the render's one). The faces' identities
-        are taken first, from the frames as decoded, when a step asks for them."""
+        are taken first, from the frames as decoded, when a step asks for them. ``numbers``: each
+        frame's number in the target (None: counted from the segment's first)."""
+        if numbers is None:
+            numbers = range(self._start, self._start + len(frames))
         if faces and self.landmarks is not None and self.tracks is None:   # tracks: in _found
             faces = timed(self.times, "landmark", self.landmarks, frames, faces)
         identities = None
@@ -323,16 +331,27 @@ class FaceStage:
                 for s in self.chain):
             identities = timed(self.times, "embed", lambda: np.stack(
                 [self.embed(frames[i], face) for i, face in faces]))
+        originals = self._originals(frames, faces)
         for step in self.chain:
             if isinstance(step, FrameStep):
                 faces = self._frames(frames, faces, step)
             elif faces and frames[0].shape[2] == 4:     # a matte made earlier: faces on the BGR
                 colour = [np.ascontiguousarray(f[..., :3]) for f in frames]
-                self._apply(colour, faces, step, identities, colours, sources)
+                self._apply(colour, faces, step, identities, colours, sources, numbers,
+                            originals)
                 for frame, bgr in zip(frames, colour):
                     frame[..., :3] = bgr
             elif faces:
-                self._apply(frames, faces, step, identities, colours, sources)
+                self._apply(frames, faces, step, identities, colours, sources, numbers,
+                            originals)
+
+    def _originals(self, frames: list[np.ndarray], faces: list[tuple[int, Face]]
+                   ) -> list[tuple[np.ndarray, Face]] | None:
+        """The faces' frames as decoded, for a step that takes them (``needs_original``)."""
+        if faces and any(isinstance(s, ChainStep) and s.processor.needs_original
+                         for s in self.chain):
+            return decoded_copies(frames, faces)
+        return None
 
     def _frames(self, frames: list[np.ndarray], faces: list[tuple[int, Face]],
                 step: FrameStep) -> list[tuple[int, Face]]:
@@ -347,12 +366,12 @@ class FaceStage:
 
 
 def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces,
-                     sources: Sequence[Path], times: StageTimes, alpha: bool = False
-                     ) -> FaceStage:
+                     sources: Sequence[Path], times: StageTimes, alpha: bool = False,
+                     timeline: Timeline | None = None) -> FaceStage:
     """The face stage of a render of the face of ``sources`` (one image, or several for their
     mean identity) with ``cfg``: the selection its ``select.*`` asks for and the chain bound to
     the render's identities (and, for a step that makes a matte, to whether the output carries
-    it as ``alpha``)."""
+    it as ``alpha``; for a step that takes the frames' numbers, to the render's ``timeline``)."""
     t0 = time.perf_counter()
     selection = build_selection(cfg, models, faces, sources)
     times.add("embed", time.perf_counter() - t0)
@@ -368,8 +387,12 @@ def build_face_stage(cfg: Config, models: LoadedModels, faces: SourceFaces,
         def masks_for(size: int) -> tuple[Sequence[PasteMask], Sequence[PasteMask]]:
             return masks(size, p.mask_padding, p.mask_result)
         first, *others = selection.identities
-        return ChainStep(p, p.bind(first), *masks_for(p.size), masks_for=masks_for,
-                         others=tuple(p.bind(i) for i in others))
+        bind: Callable = p.bind
+        if p.needs_frame_numbers:
+            assert timeline is not None, f"{p.name} takes the frames' numbers: give a timeline"
+            bind = functools.partial(p.bind_timeline, timeline=timeline)
+        return ChainStep(p, bind(first), *masks_for(p.size), masks_for=masks_for,
+                         others=tuple(bind(i) for i in others))
 
     chain = [chain_step(p) if isinstance(p, FaceProcessor) else FrameStep(p, p.bind(alpha))
              for p in models.processors]

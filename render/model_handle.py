@@ -116,14 +116,16 @@ def accepts_batch(shape: list) -> bool:
 
 
 def run_batched(fn: Callable[..., np.ndarray], crops: np.ndarray, batch: int,
-                max_batch: int | None, extra: np.ndarray | None = None) -> np.ndarray:
+                max_batch: int | None, *extras: np.ndarray | None) -> np.ndarray:
     """``fn`` over ``crops`` in chunks: ``batch`` when the model takes any batch, else its fixed
     one (a last chunk short of it is filled with copies of its last row, their results
-    dropped); ``extra`` (one row per crop) is cut into the same chunks and passed along."""
+    dropped); each of ``extras`` that is not None (one row per crop) is cut into the same chunks
+    and passed along, in order."""
     step = max(1, batch) if max_batch is None else max_batch
+    given = [e for e in extras if e is not None]
     out = []
     for i in range(0, len(crops), step):
-        args = [crops[i:i + step]] + ([extra[i:i + step]] if extra is not None else [])
+        args = [crops[i:i + step]] + [e[i:i + step] for e in given]
         n = len(args[0])
         if max_batch is not None and n < max_batch:
             args = [fill_batch(a, max_batch) for a in args]

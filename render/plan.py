@@ -13,6 +13,7 @@ identity of everything that goes into the job key (file hashes, model hashes, ve
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -115,6 +116,9 @@ class RenderPlan:
     out_size: tuple[int, int] | None = None
     #: the output carries the chain's matte as its alpha channel (frames are encoded from bgra)
     alpha: bool = False
+    #: seconds of the target's audio (from its container's start) at the output's first frame,
+    #: as the output would carry it (0 where it is copied whole); None: the target has no audio
+    audio_start: float | None = None
 
     @property
     def output_size(self) -> tuple[int, int]:
@@ -206,10 +210,12 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
                 metadata: Sequence[tuple[str, str]] = (),
                 hw: Mapping[str, bool] | None = None,
                 resize: Callable[[int, int], tuple[int, int]] | None = None,
-                matte: str = "") -> RenderPlan:
+                matte: str = "", soundtrack: ffargs.Soundtrack | None = None) -> RenderPlan:
     """The plan of rendering ``target`` with the face of ``source`` into ``output``; ``resize``:
     the size the chain's frames come out at for a decoded size (its frame steps'); ``matte``:
-    where the chain's matte should go (``FrameProcessor.matte``; "" for a chain without one)."""
+    where the chain's matte should go (``FrameProcessor.matte``; "" for a chain without one);
+    ``soundtrack``: the audio the output carries instead of the target's (a lip syncer's voice,
+    ``ChainProcessor.soundtrack``), cut or padded to the video's span."""
     values = config_values(cfg)
     ident = asdict(identity)
     alpha = carries_alpha(output, matte)
@@ -257,6 +263,10 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
     trim = (round(a_start, 6), round(a_start + span, 6)) if cut else None
     if trim is not None and start == 0:
         trim = (0.0, trim[1])
+    audio_start = ffargs.audio_span(info, output, trim).start if info.audio else None
+    if soundtrack is not None:
+        soundtrack = dataclasses.replace(soundtrack, seconds=round(span, 6),
+                                         target_start=audio_start or 0.0)
 
     # one segment of a constant frame rate is encoded with the audio, the tags and the final muxer
     # in one pass: the finished file, which the assembly only verifies, marks and moves
@@ -285,7 +295,8 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         if whole:
             encode = ffargs.encode_args(info, work / name, width=out_w, height=out_h, fps=fps,
                                         video=video, trim=trim, legacy_vsync=legacy_vsync,
-                                        final_name=output.name, metadata=metadata)
+                                        final_name=output.name, metadata=metadata,
+                                        soundtrack=soundtrack)
         else:
             encode = ffargs.segment_encode_args(info, work / name, family=family, width=out_w,
                                                 height=out_h, fps=fps, video=video,
@@ -300,35 +311,38 @@ def plan_render(cfg: Config, *, source: Path, target: Path, output: Path, info: 
         assembly = AssemblyPlan(concat=concat, mux=())
     elif times.cfr:
         mux = ffargs.assemble_args(info, concat_path, output, final_name=output.name, concat=True,
-                                   trim=trim, metadata=metadata)
+                                   trim=trim, metadata=metadata, soundtrack=soundtrack)
         assembly = AssemblyPlan(concat=concat, mux=tuple(mux))
     else:
         joined, retimed = work / "video.mkv", work / "video-ts.mkv"
         stamps = ffargs.timestamps_file([frame_time(times, fps, i) - frame_time(times, fps, start)
                                          for i in range(start, end)])
         mux = ffargs.assemble_args(info, retimed, output, final_name=output.name, concat=False,
-                                   trim=trim, metadata=metadata)
+                                   trim=trim, metadata=metadata, soundtrack=soundtrack)
         assembly = AssemblyPlan(concat=concat, mux=tuple(mux),
                                 join=tuple(ffargs.join_args(concat_path, joined)),
                                 retime=tuple(ffargs.retime_args(joined, work / "timestamps.txt",
                                                                 retimed)),
                                 timestamps=stamps)
     audio_duration = None
-    if info.audio:   # what the mux will make of the audio (the same decision as its arguments)
+    if soundtrack is not None:      # one stream, cut and padded to the video's span
+        audio_duration = span
+    elif info.audio:   # what the mux will make of the audio (the same decision as its arguments)
         audio = ffargs.audio_span(info, output, trim)
         if audio.copied:
             audio_duration = max((a.duration or 0.0) for a in info.audio) or None
         else:           # cut and padded to the video's span: as long as its frames
             audio_duration = span
     expect = Expect(frames=n, duration=round(span, 6), frame_interval=1 / float(fps),
-                    audio=len(info.audio), audio_duration=audio_duration)
+                    audio=1 if soundtrack is not None else len(info.audio),
+                    audio_duration=audio_duration)
     return RenderPlan(schema=PLAN_SCHEMA, key=key, kind="video", target=str(target),
                       source=str(source), output=str(output), work_dir=str(work), start=start,
                       end=end, total=times.count, partial=partial, fps=str(fps), cfr=times.cfr,
                       width=width, height=height, scale_height=scale_height, encode=enc,
                       segments=tuple(segments), assembly=assembly, expect=expect, config=values,
                       identity=ident, explicit=tuple(sorted(cfg.explicit)), out_size=out,
-                      alpha=alpha)
+                      alpha=alpha, audio_start=audio_start)
 
 
 def carries_alpha(output: Path, matte: str) -> bool:

@@ -6,6 +6,7 @@ import functools
 import json
 import logging
 import shutil
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from . import __version__, report, versions
@@ -16,6 +17,7 @@ from .media.formats import IMAGE_FORMATS, SOFTWARE_FALLBACK, output_format
 from .media.probe import probe_with_times
 from .media.tools import ffmpeg_version, hw_works
 from .plan import Identity, RenderPlan, plan_render
+from .processors.base import Timeline
 from .sources import identity_of, map_identity, read_face_map
 
 if TYPE_CHECKING:
@@ -34,6 +36,14 @@ def legacy_vsync() -> bool:
     """ffmpeg before 5.1 (Ubuntu 22.04 ships 4.4) knows ``-vsync``, not ``-fps_mode``."""
     version = ffmpeg_version()
     return version is not None and version < (5, 1)
+
+
+def timeline_of(plan: RenderPlan) -> Timeline:
+    """Where the plan's frames sit in its target, as a step that takes the frames' numbers is
+    bound to it (``FaceProcessor.bind_timeline``)."""
+    return Timeline(target=plan.target, sha256=str(plan.identity.get("target_sha256", "")),
+                    fps=Fraction(plan.fps), first=plan.start, frames=plan.frames,
+                    audio_start=plan.audio_start, image=plan.kind == "image")
 
 
 class Planner:
@@ -88,11 +98,16 @@ class Planner:
         if self.cfg.marked and not info.is_image:
             metadata = marking.metadata_pairs(__version__, output_format(output)[1])
         matte = self.models.matte_step()
+        sound = next((t for t in (p.soundtrack() for p in self.models.processors)
+                      if t is not None), None)
         plan = plan_render(self.cfg, source=job.source, target=job.target, output=output,
                            info=info, times=times, identity=self.identity(job, vfr=not times.cfr),
                            legacy_vsync=legacy_vsync(), metadata=metadata, hw=self.hardware(),
                            resize=self.models.output_size,
-                           matte=matte.matte if matte is not None else "")
+                           matte=matte.matte if matte is not None else "", soundtrack=sound)
+        for step in self.models.face_steps:     # before anything is written
+            if step.needs_frame_numbers:
+                step.check_timeline(timeline_of(plan))
         if matte is not None:
             log.warning("%s", matte.describe_matte(plan.alpha))
         return plan, info

@@ -22,7 +22,7 @@ from .interrupts import PROCESS, StopToken
 from .memory import tune_allocator
 from .models.load import load_models
 from .pipeline import StageTimes
-from .planner import Planner
+from .planner import Planner, timeline_of
 from .source_face import SourceFaces
 from .sources import read_face_map
 
@@ -109,8 +109,10 @@ class Renderer:
                       before_commit=self.marker(plan, marks if marks is not None else {}),
                       inputs_unchanged=lambda: self.hashes.check_unchanged(job.target),
                       already_done=lambda: self.up_to_date(job))
+        timeline = timeline_of(plan)
         return Executor(plan, lambda times: build_face_stage(self.cfg, self.models, self.faces,
-                                                             job.sources, times, plan.alpha),
+                                                             job.sources, times, plan.alpha,
+                                                             timeline),
                         frames_in_flight=self.models.settings.frames_in_flight,
                         progress=self.cfg.progress, hooks=hooks, threads=self.models.threads,
                         preload=self.models.preload,

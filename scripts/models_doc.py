@@ -47,6 +47,14 @@ def _where(path: str) -> str:
     return f"`{module.replace('.', '/')}.py` `{name}`"
 
 
+def _also(row: tuple[str, str] | None, key: str, driver: str) -> tuple[str, str]:
+    """A contract's row with one more processor naming (and driving) it: LivePortrait's models
+    serve the face editor and the expression restorer."""
+    if row is None:
+        return key, driver
+    return f"{row[0]}, {key}", row[1] if driver == row[1] else f"{row[1]}, {driver}"
+
+
 def contracts_table() -> str:
     rows: dict[str, tuple[str, str]] = {}
     for c in DETECTORS:
@@ -55,9 +63,9 @@ def contracts_table() -> str:
         rows[c] = ("`embed.model`", "`render/faces/embed.py` `Embedder`")
     for p in processors.BUILT_IN:
         for c, path in p.drivers.items():
-            rows[c] = (f"`{p.name}.model`", _where(path))
+            rows[c] = _also(rows.get(c), f"`{p.name}.model`", _where(path))
         for c in p.helpers:
-            rows[c] = (f"a `{p.name}` model's `needs`", "its processor")
+            rows[c] = _also(rows.get(c), f"`{p.name}.model`'s `needs`", "its processor")
     for part in (MASKS, LANDMARKS):
         for key, allowed in part.keys.items():
             for c in sorted(allowed):

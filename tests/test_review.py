@@ -325,7 +325,8 @@ def negate_unless_dark(crops: np.ndarray) -> np.ndarray:
 def stage_with_review(schedule, *, tracked: bool, every: int) -> FaceStage:
     proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None,
                            crop_size=lambda kps: 128, opacity=1.0, colour_crop=None,
-                           needs_target_identity=False, needs_landmarks=False, own_mask=False)
+                           needs_target_identity=False, needs_landmarks=False, own_mask=False,
+                           needs_original=False, needs_frame_numbers=False)
     tracks = Tracking(TrackLinker(max_missed=3), TrackSelection("one"), 3,
                       face_filter(0.05, 10.0, 0.15), 3) if tracked else None
     source = brightness(np.full((240, 640, 3), 165, np.uint8), face_at(300, 120))

@@ -213,7 +213,8 @@ def _frames(n):
 def _negating_chain():
     proc = SimpleNamespace(name="swap", template="arcface_128", size=128, max_batch=None,
                            crop_size=lambda kps: 128, opacity=1.0, colour_crop=None,
-                           needs_target_identity=False, needs_landmarks=False, own_mask=False)
+                           needs_target_identity=False, needs_landmarks=False, own_mask=False,
+                           needs_original=False, needs_frame_numbers=False)
     return [ChainStep(proc, lambda crops: 255 - crops, paste_masks("box", 128, 0.0, 0.3))]
 
 

@@ -1,7 +1,7 @@
 """Media I/O: probe a target, build ffmpeg argv, stream raw bgr24 frames in and out."""
 from __future__ import annotations
 
-from .audio_args import audio_plan, audio_span
+from .audio_args import Soundtrack, audio_plan, audio_span, pcm_decode_args
 from .formats import (ALPHA_FORMATS, SEGMENT_MUXERS, final_path, is_image_path, output_format,
                       segment_muxer)
 from .probe import AudioStream, MediaInfo, probe
@@ -29,6 +29,7 @@ __all__ = [
     "FrameWriter",
     "MediaInfo",
     "SEGMENT_MUXERS",
+    "Soundtrack",
     "assemble_args",
     "audio_plan",
     "audio_span",
@@ -44,6 +45,7 @@ __all__ = [
     "join_args",
     "last_meaningful_line",
     "output_format",
+    "pcm_decode_args",
     "probe",
     "reap",
     "retime_args",

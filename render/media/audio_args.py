@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .argv import check_trim, fmt_time, trim_input_opts
+from .argv import BASE, check_trim, fmt_time, trim_input_opts
 from .formats import AUDIO_COPY, AUDIO_ENCODER, output_format
 from .probe import MediaInfo
 
@@ -119,3 +119,53 @@ def audio_args(info: MediaInfo, out_path: str | os.PathLike,
         if not audio_dur:
             outputs += ["-shortest"]
     return AudioArgs(inputs, maps, outputs)
+
+
+# -- a soundtrack of the chain's (a lip syncer's voice) -----------------------------------------
+@dataclass(frozen=True)
+class Soundtrack:
+    """An audio file the output carries instead of the target's audio (``mix`` False) or summed
+    with the target's first audio stream (``mix``): a lip syncer's voice. ``seconds`` (the
+    video's span, what the track is cut or padded to) and ``target_start`` (where in the
+    target's audio the output's first frame is) are the plan's."""
+
+    path: str
+    channels: int
+    mix: bool = False
+    seconds: float = 0.0
+    target_start: float = 0.0
+
+
+def soundtrack_args(info: MediaInfo, track: Soundtrack, out_path: str | os.PathLike,
+                    input_index: int) -> AudioArgs:
+    """The output's one audio stream from ``track``: its first audio stream from its start, cut
+    (input ``-t``) and padded (``apad=whole_dur``) to the video's span, encoded once (aac; opus
+    for webm). With ``mix`` and a target with audio, summed with the target's first audio stream
+    cut to the same span from ``target_start`` (``amix``: each at half level)."""
+    _, family = output_format(out_path)
+    encoder = AUDIO_ENCODER[family]
+    span = fmt_time(track.seconds)
+    pad = f"apad=whole_dur={span}"
+    inputs = ["-t", span, "-i", track.path]
+    outputs = ["-c:a:0", encoder, "-b:a:0", _audio_bitrate(encoder, track.channels)]
+    if not (track.mix and info.audio):
+        return AudioArgs(inputs, ["-map", f"{input_index}:a:0"], ["-filter:a:0", pad] + outputs)
+    inputs += trim_input_opts(track.target_start, track.target_start + track.seconds)
+    inputs += ["-i", info.path]
+    target = info.audio[0].index
+    graph = (f"[{input_index}:a:0]{pad}[voice];[{input_index + 1}:{target}]{pad}[target];"
+             f"[target][voice]amix=inputs=2:duration=first:dropout_transition=0[mixed]")
+    return AudioArgs(inputs, ["-map", "[mixed]"], ["-filter_complex", graph] + outputs)
+
+
+def pcm_decode_args(path: str | os.PathLike, *, start: float = 0.0, rate: int = 48000,
+                    channels: int = 2) -> list[str]:
+    """ffmpeg argv: the first audio stream of ``path`` from ``start`` seconds, as interleaved
+    signed 16-bit little-endian samples of ``channels`` channels at ``rate`` Hz on stdout
+    (FaceFusion's ``read_audio_buffer``: ``-vn -f s16le -acodec pcm_s16le -ar -ac``)."""
+    argv = list(BASE)
+    if start > 0:
+        argv += ["-ss", fmt_time(start)]
+    return argv + ["-i", os.fspath(path), "-map", "0:a:0", "-vn", "-sn", "-dn",
+                   "-acodec", "pcm_s16le", "-ar", str(rate), "-ac", str(channels),
+                   "-f", "s16le", "pipe:1"]

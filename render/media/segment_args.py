@@ -10,7 +10,7 @@ from typing import Sequence
 from render.errors import UsageError
 
 from .argv import BASE, BITEXACT, SWS_FLAGS, fmt_time, fps_mode
-from .audio_args import audio_args
+from .audio_args import Soundtrack, audio_args, soundtrack_args
 from .formats import has_alpha, output_format, segment_muxer
 from .probe import MediaInfo
 from .video_args import (EncodeSettings, decoded_size, output_args, raw_input_args,
@@ -92,23 +92,28 @@ def concat_list(names: Sequence[str]) -> str:
 
 def assemble_args(info: MediaInfo, video_input: str | os.PathLike, out_path: str | os.PathLike, *,
                   final_name: str, concat: bool, trim: tuple[float, float | None] | None = None,
-                  metadata: Sequence[tuple[str, str]] = ()) -> list[str]:
+                  metadata: Sequence[tuple[str, str]] = (),
+                  soundtrack: Soundtrack | None = None) -> list[str]:
     """ffmpeg argv: the segments (a concat list when ``concat``, else one video file) stream-copied
     + the target's audio muxed ONCE (copied where the container takes it, else encoded once and
     cut to the video's span) into ``out_path`` (LAST argument) with the muxer of ``final_name``.
 
     ``metadata``: (key, value) container tags written after every source's metadata is dropped.
+    ``soundtrack``: the output's audio instead of the target's
+    (:func:`.audio_args.soundtrack_args`).
     """
     muxer, family = output_format(final_name)
     argv = list(BASE) + ["-y"]
     if concat:
         argv += ["-f", "concat", "-safe", "0"]
     argv += ["-i", os.fspath(video_input)]
-    audio = audio_args(info, final_name, trim, 1)
+    audio = audio_args(info, final_name, trim, 1) if soundtrack is None else \
+        soundtrack_args(info, soundtrack, final_name, 1)
     argv += audio.inputs
     argv += ["-map", "0:v:0"] + audio.maps + ["-c:v", "copy"]
     argv += audio.outputs
-    return argv + output_args(info, metadata, muxer, family, out_path)
+    return argv + output_args(info, metadata, muxer, family, out_path,
+                              audio=bool(info.audio) or soundtrack is not None)
 
 
 def join_args(concat_file: str | os.PathLike, out_path: str | os.PathLike) -> list[str]:

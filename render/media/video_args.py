@@ -12,7 +12,7 @@ from typing import Sequence
 from render.errors import MediaError, UsageError
 
 from .argv import BASE, BITEXACT, SWS_FLAGS, check_trim, fps_mode, trim_input_opts
-from .audio_args import audio_args
+from .audio_args import Soundtrack, audio_args, soundtrack_args
 from .formats import ALPHA_FORMATS, IMAGE_FORMATS, final_ext, final_path, has_alpha, output_format
 from .probe import MediaInfo
 
@@ -196,7 +196,8 @@ def video_encode_args(info: MediaInfo, width: int, height: int, video: EncodeSet
 def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, height: int, fps: Fraction,
                 video: EncodeSettings, trim: tuple[float, float | None] | None = None,
                 legacy_vsync: bool = False, final_name: str | None = None,
-                metadata: Sequence[tuple[str, str]] = ()) -> list[str]:
+                metadata: Sequence[tuple[str, str]] = (),
+                soundtrack: Soundtrack | None = None) -> list[str]:
     """ffmpeg argv: raw bgr24 frames on stdin + the target's audio, one pass, into ``out_path``
     (the LAST argument). A plan of one segment encodes it so (see :func:`plan.plan_render`).
 
@@ -212,24 +213,29 @@ def encode_args(info: MediaInfo, out_path: str | os.PathLike, *, width: int, hei
       from ``final_name`` when given (a temp name in the work folder).
     - odd sizes with a subsampled pix_fmt (yuv420p) are cropped by one pixel to even.
     - ``metadata``: (key, value) container tags written after every source's metadata is dropped.
+    - ``soundtrack``: the output's audio instead of the target's
+      (:func:`.audio_args.soundtrack_args`).
     """
     final = final_name if final_name is not None else out_path
     muxer, family = output_format(final)
     argv = list(BASE) + ["-y"] + raw_input_args(width, height, fps, has_alpha(video.pix_fmt))
-    audio = audio_args(info, final, trim, 1)
+    audio = audio_args(info, final, trim, 1) if soundtrack is None else \
+        soundtrack_args(info, soundtrack, final, 1)
     argv += audio.inputs
     argv += ["-map", "0:v:0", *SWS_FLAGS] + audio.maps
     argv += video_encode_args(info, width, height, video, family, legacy_vsync)
     argv += audio.outputs
-    return argv + output_args(info, metadata, muxer, family, out_path)
+    return argv + output_args(info, metadata, muxer, family, out_path,
+                              audio=bool(info.audio) or soundtrack is not None)
 
 
 def output_args(info: MediaInfo, metadata: Sequence[tuple[str, str]], muxer: str, family: str,
-                out_path: str | os.PathLike) -> list[str]:
+                out_path: str | os.PathLike, *, audio: bool | None = None) -> list[str]:
     """The end of a finished file's argv: no inherited metadata or chapters, bit-exact muxing,
-    the tags given, faststart for mp4/mov, the muxer and the path."""
+    the tags given, faststart for mp4/mov, the muxer and the path; ``audio``: the output has an
+    audio stream (None: the target's audio streams say)."""
     argv = ["-map_metadata", "-1", "-map_chapters", "-1", *BITEXACT]
-    if info.audio:
+    if info.audio if audio is None else audio:
         argv += ["-flags:a", "+bitexact"]
     for key, value in metadata:
         argv += ["-metadata", f"{key}={value}"]

@@ -35,6 +35,7 @@ from ..model_handle import ModelEntry, ProcessorModel
 from ..options import Mask
 from ..processors import registry
 from ..processors.base import FaceProcessor, Source
+from ..processors.lip_sync import VOICE_CONTRACTS
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,9 @@ def part_for(entry: ModelEntry, path: Path, mat: Material, *, embedder: Embedder
              needs: Mapping[str, ProcessorModel], cache_dir: Path) -> Part:
     """The part that runs ``entry`` (its file at ``path``) over ``mat``."""
     contract = entry.contract
+    if contract in VOICE_CONTRACTS:      # a lip syncer's: its input is a voice, not faces alone
+        raise UsageError(f"model {entry.name} takes a voice, which int8 calibration's faces do "
+                         f"not give: convert it to fp16, or run it at fp32")
     faces = mat.face_items()
     if contract in DETECTORS:
         size = entry.input_size or 640

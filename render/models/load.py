@@ -229,7 +229,11 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     precision = auto_precision(store.manifest,
                                factory.providers[0] == "CPUExecutionProvider")
     steps = [dataclasses.replace(s, precision=precision(s.model, s.precision)) for s in steps]
-    required = required_models(cfg, steps, precision)
+    # the models a step's options name besides its model (a lip syncer's voice extractor); a
+    # step named by its model has its processor's declared defaults
+    named = [processor.option_models(dict(step.options) or processor.defaults())
+             if processor.option_models else () for step, (processor, _) in zip(steps, kinds)]
+    required = required_models(cfg, steps, precision) + [(n, "fp32") for ns in named for n in ns]
     resolved = store.verify_required(required)                      # before any frame is decoded
     models: LoadedModels | None = None
     threads = ThreadPolicy(cfg.execution.threads, lanes=cfg.execution.lanes,
@@ -250,7 +254,7 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
     embedder_entry = resolved[required[1]]
     _check_contract(embedder_entry, "embed.model", EMBEDDER_CONTRACTS)
     processors: list[ChainProcessor] = []
-    for step, (processor, key) in zip(steps, kinds):
+    for step, (processor, key), extra in zip(steps, kinds, named):
         if not step.model:
             processors.append(registry.driver(processor)(step, None))
             continue
@@ -259,7 +263,7 @@ def load_models(cfg: Config, *, device_id: int | None = None) -> LoadedModels:
         if key == "processors":     # named by its model: the processor's declared defaults
             step = dataclasses.replace(step, options=processor.defaults(),
                                        defaults=processor.defaults())
-        needs = {name: model_for(resolved[(name, "fp32")]) for name in entry.needs}
+        needs = {name: model_for(resolved[(name, "fp32")]) for name in (*entry.needs, *extra)}
         processors.append(registry.driver(processor, entry.contract)(step,
                                                                       model_for(entry, needs)))
     _check_colour_match(cfg, processors)

@@ -4,7 +4,10 @@
   and pastes back. A subclass declares what the stage may not guess: the crop (``template``,
   ``size``), what it takes of the target (``needs_target_identity``), which masks apply
   (``mask_padding``, ``mask_result``, ``own_mask``), its colour match (``colour_crop``), its
-  ``opacity`` and what it takes of the faces (``needs_landmarks``).
+  ``opacity`` and what it takes of the faces (``needs_landmarks``, ``landmarks_in_crop``) and
+  of the frames (``needs_frame_numbers``: a lip syncer's audio slice, bound to the render's
+  :class:`Timeline`; ``needs_original``: the faces' crops of the frames as decoded, an
+  expression restorer's driving face).
   What it takes of the source it asks for itself, in :meth:`FaceProcessor.bind`.
 - :class:`FrameProcessor` — whole frames in, whole frames out, possibly at a new size
   (:meth:`FrameProcessor.output_size`). Frames are BGR, or BGRA once a step has made a matte
@@ -14,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -22,10 +26,12 @@ from ..model_handle import ProcessorModel, Session, accepts_batch
 from .spec import Step
 
 if TYPE_CHECKING:
+    from ..media.audio_args import Soundtrack
     from ..memory import StrategySettings
 
 #: crops in, crops out: (N, size, size, 3) BGR uint8 both (a step that takes the target faces'
-#: identities gets them as a second argument)
+#: identities, their landmarks, the frames' numbers or the faces' crops of the frames as decoded
+#: gets them as further arguments, in that order)
 CropsFn = Callable[..., np.ndarray]
 #: frames in, frames out, in order: BGR or BGRA uint8
 FramesFn = Callable[[list[np.ndarray]], list[np.ndarray]]
@@ -38,6 +44,23 @@ class Source:
 
     embedding: np.ndarray
     image_face: Callable[[], tuple[np.ndarray, Any]]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Where a render's frames sit in its target, as a step whose work depends on each frame's
+    time takes it (a lip syncer's audio): the target, its SHA-256 and frame rate, the target's
+    number of the output's first frame and how many frames the output has, and the seconds of
+    the target's audio at that first frame as the output carries it (None: the target has no
+    audio)."""
+
+    target: str
+    sha256: str
+    fps: Fraction
+    first: int
+    frames: int
+    audio_start: float | None
+    image: bool = False
 
 
 class ChainProcessor:
@@ -66,6 +89,11 @@ class ChainProcessor:
         """The SHA-256 of the bytes it read from the files its options name
         (``background.image``), by key: they enter the job key."""
         return {}
+
+    def soundtrack(self) -> Soundtrack | None:
+        """The audio the output carries instead of (or mixed with) the target's: a lip
+        syncer's voice file; None: the target's."""
+        return None
 
     def record(self) -> dict[str, Any]:
         """The report's row: the model's (with the rows of the models it needs), then the
@@ -105,6 +133,15 @@ class FaceProcessor(ChainProcessor):
     #: its call takes the faces' 68 landmarks in frame pixels, (N, 68, 2) float32, as a second
     #: argument (a face editor's eye and lip open ratios; the loader runs the landmark step)
     needs_landmarks = False
+    #: with ``needs_landmarks``: the points in its crop's pixels (a lip syncer's mouth box)
+    landmarks_in_crop = False
+    #: its call takes each crop's frame number in the target, (N,) int64, after the identities
+    #: and landmarks (a lip syncer's audio slice); the stage binds it with :meth:`bind_timeline`
+    needs_frame_numbers = False
+    #: its call takes, last, each face's crop of its frame as decoded (before any step of the
+    #: chain changed it), (N, size, size, 3) BGR uint8, aligned at the face's points on that
+    #: frame (an expression restorer's driving expression)
+    needs_original = False
 
     @property
     def max_batch(self) -> int | None:
@@ -123,6 +160,16 @@ class FaceProcessor(ChainProcessor):
         """The call for one render, given its source face; processors that do not use the
         source keep the default."""
         return self.run
+
+    def check_timeline(self, timeline: Timeline) -> None:
+        """A step with ``needs_frame_numbers``: refuse (a usage error) a render it cannot run
+        on, when it is planned, before anything is written."""
+
+    def bind_timeline(self, source: Source, timeline: Timeline) -> CropsFn:
+        """The call for one render of a step with ``needs_frame_numbers``, given its source face
+        and where the render's frames sit in the target."""
+        raise NotImplementedError(f"{type(self).__name__} needs frame numbers but implements "
+                                  f"no bind_timeline")
 
     def run(self, crops: np.ndarray) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__} implements neither run nor bind")

@@ -10,15 +10,16 @@ from importlib.metadata import entry_points
 
 from ..errors import ConfigError
 from ..model_handle import load_class
-from . import (age_modifier, background, colourize, deep_swap, enhance, face_editor, frame_enhance,
-               swap)
+from . import (age_modifier, background, colourize, deep_swap, enhance, expression, face_editor,
+               frame_enhance, lip_sync, swap)
 from .spec import Processor
 
 #: the processors that ship, in the order their sections are listed
 BUILT_IN: tuple[Processor, ...] = (swap.PROCESSOR, enhance.PROCESSOR, colourize.PROCESSOR,
                                    background.PROCESSOR, frame_enhance.PROCESSOR,
                                    deep_swap.PROCESSOR, face_editor.PROCESSOR,
-                                   age_modifier.PROCESSOR)
+                                   age_modifier.PROCESSOR, lip_sync.PROCESSOR,
+                                   expression.PROCESSOR)
 #: the entry-point group of plug-in processors: ``name = package.module:DECLARATION``
 PLUGINS = "render.processors"
 
@@ -79,7 +80,9 @@ def processor(name: str) -> Processor | None:
 
 
 def for_contract(contract: str) -> Processor | None:
-    """The processor that drives models of ``contract``; None when none does."""
+    """The processor that drives models of ``contract`` (the first listed where several do:
+    ``live-portrait`` runs the face editor when a step names the model itself; the expression
+    restorer is named by its section); None when none does."""
     return next((p for p in processors() if contract in p.drivers), None)
 
 

@@ -41,6 +41,10 @@ class Processor:
     #: its section → the settings (``key=value``) that need each face's 68 landmarks: the loader
     #: then runs the landmark step (a face editor's eye and lip open ratios)
     landmarks: Callable[[Any], list[str]] | None = None
+    #: its step's own options → the manifest names of the models they name besides ``model`` (a
+    #: lip syncer's voice extractor): verified with the chain's, before any frame is decoded, and
+    #: handed to its class with the model's ``needs``
+    option_models: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
