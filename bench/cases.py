@@ -11,7 +11,7 @@ STAGES = ("decode", "detect", "embed", "swap", "enhance", "composite", "encode")
 MODEL_STAGES = ("detect", "embed", "swap", "enhance")
 REAL_CASES = ("real-720p-swap", "real-720p-enhance", "real-1080p-swap", "real-1080p-enhance",
               "real-720p-low", "real-720p-moderate", "real-720p-high", "real-720p-frame-x2",
-              "real-720p-background")
+              "real-720p-background", *realistic.face_models.CASES)
 ALL_CASES = ("null-720p", "null-1080p", "models-720p", "overlap-720p", "memory-60s") + REAL_CASES \
     + ("model-costs", "stability")
 

@@ -78,7 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=None, help="length of the 720p/1080p clips (10)")
     p.add_argument("--memory-seconds", type=float, default=None, help="length of the memory clip (60)")
     p.add_argument("--real-seconds", type=float, default=None,
-                   help="length of the realistic-cost clips (2; 1 with --quick)")
+                   help="length of the realistic-cost clips (2; 1 with --quick; the heaviest "
+                        "cases default to a few frames: 0.08 s for real-720p-frame-x2, 0.16 s "
+                        "for real-720p-face-editor and real-720p-age)")
     p.add_argument("--ort-no-spin", action="store_true",
                    help="what-if experiment: the worker patches SessionFactory.session_options to "
                         "turn ONNX Runtime's thread spin-waiting off (not what render ships)")
@@ -104,6 +106,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         a.seconds = 2.0 if a.quick else 10.0
     if a.memory_seconds is None:
         a.memory_seconds = 4.0 if a.quick else 60.0
+    a.real_seconds_given = a.real_seconds is not None
     if a.real_seconds is None:
         a.real_seconds = 1.0 if a.quick else 2.0
     a.cases = [c.strip() for c in a.cases.split(",") if c.strip()]
@@ -127,13 +130,13 @@ def make_clips(args: argparse.Namespace, clips_dir: Path) -> dict[str, Clip]:
         for k in need.get(case, []):
             if k not in clips:
                 clips[k] = make_clip(specs[k], clips_dir, args.fresh_clips)
-    rs = args.real_seconds
     for case in args.cases:
         if case in REAL_CASES or case == "model-costs":
-            k = "photo-1080p" if "1080p" in case else "photo-720p"
+            k, rs = realistic.case_clip(case, args.real_seconds, args.real_seconds_given)
             if k not in clips:
-                spec = ClipSpec(f"{k} {rs:g}s", 1920 if "1080p" in k else 1280,
-                                1080 if "1080p" in k else 720, rs)
+                big = "1080p" in k
+                spec = ClipSpec(f"photo-{'1080p' if big else '720p'} {rs:g}s",
+                                1920 if big else 1280, 1080 if big else 720, rs)
                 path, n = realistic.real_clip(clips_dir, spec.width, spec.height, rs,
                                               args.fresh_clips, log)
                 clips[k] = Clip(spec, path, n, n, n)

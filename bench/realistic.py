@@ -20,6 +20,9 @@ modnet             31.1         25 (counted)  one call per frame (``processors=b
 yunet              real                       ``shared/models/face_detection_yunet.onnx``
 ================== ============ ============= =========================================
 
+The face processors' models (the deep swapper's DFM, LivePortrait's, fran and FairFace) and
+their cases: ``bench/face_models.py``.
+
 Realistic figures dated before 2026-12-06 used guessed costs instead (bench/RESULTS.md).
 
 The extra compute is a chain of MatMuls over distinct weight matrices that sum to the file size,
@@ -44,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import model_costs
+from bench import face_models, model_costs
 
 ROOT = Path(__file__).resolve().parents[1]
 YUNET = ROOT.parent / "shared" / "models" / "face_detection_yunet.onnx"
@@ -87,8 +90,10 @@ PROFILE_SETTINGS = {p: {"profile": p, "detect.model": "yunet"} for p in ("low", 
 def case_settings(name: str) -> dict[str, str]:
     """A realistic case's settings: ``real-720p-low`` (…-moderate, …-high) its profile's own,
     ``real-720p-frame-x2`` FaceFusion's with the x2 frame enhancer after the swap,
-    ``real-720p-background`` with the background remover before it, the others
-    FaceFusion's (``EQUAL_SETTINGS``)."""
+    ``real-720p-background`` with the background remover before it, the face processors' cases
+    (``face_models.CASES``) with theirs, the others FaceFusion's (``EQUAL_SETTINGS``)."""
+    if name in face_models.CASES:
+        return {**EQUAL_SETTINGS, **face_models.CASES[name].settings}
     if name.endswith("-frame-x2"):
         return {**EQUAL_SETTINGS, **FRAME_SETTINGS}
     if name.endswith("-background"):
@@ -96,13 +101,27 @@ def case_settings(name: str) -> dict[str, str]:
     return dict(PROFILE_SETTINGS.get(name.rsplit("-", 1)[-1], EQUAL_SETTINGS))
 
 
+#: the clip lengths (seconds) of the cases that default to a few frames: the x2 frame enhancer
+#: (14 TFLOP a frame: 2 frames) and the face processors' heavy ones (``face_models.CASES``)
+CASE_SECONDS = {"real-720p-frame-x2": 0.08,
+                **{k: c.seconds for k, c in face_models.CASES.items() if c.seconds}}
+
+
+def case_clip(name: str, seconds: float, given: bool) -> tuple[str, float]:
+    """A realistic case's clip: its key among the bench's clips and its length: ``seconds``
+    (``--real-seconds``) when ``given``, else the case's own default (:data:`CASE_SECONDS`)."""
+    res = "1080p" if "1080p" in name else "720p"
+    own = seconds if given else CASE_SECONDS.get(name, seconds)
+    return (f"photo-{res}" if own == seconds else f"photo-{res}-{own:g}s"), own
+
+
 def yunet_path() -> Path | None:
     return YUNET if YUNET.is_file() else None
 
 
 def real_models(home: Path, log) -> Path:
-    """The realistic stand-in set, written once into ``home`` (about 1.3 GB, 45 s) and reused while
-    the stand-in models' source and the costs above are unchanged."""
+    """The realistic stand-in set, written once into ``home`` (about 3.2 GB, a minute) and
+    reused while the stand-in models' source and the costs are unchanged."""
     import render.standins as standins
     from render.standins.frame_enhancers import write_frame_enhancers
     from render.standins.matting import write_matting
@@ -110,7 +129,7 @@ def real_models(home: Path, log) -> Path:
     src = b"".join(p.read_bytes() for p in sorted(Path(standins.__file__).parent.glob("*.py"))
                    if p.name not in ("media.py", "readback.py"))
     key = hashlib.sha256(src + repr((REAL_GFLOPS, REAL_WEIGHTS_MB, FRAME_STANDIN,
-                                             MATTING_STANDIN)).encode()
+                                     MATTING_STANDIN, face_models.key())).encode()
                          + YUNET.read_bytes()).hexdigest()[:12]
     d = home / f"models-real-{key}"
     if (d / "manifest.yaml").is_file():
@@ -123,6 +142,7 @@ def real_models(home: Path, log) -> Path:
     standins.write_standins(tmp, gflops=REAL_GFLOPS, weights_mb=REAL_WEIGHTS_MB, yunet=YUNET)
     write_frame_enhancers(tmp, {FRAME_MODEL: FRAME_STANDIN})
     write_matting(tmp, MATTING_MODEL, **MATTING_STANDIN)
+    face_models.write_face_models(tmp)
     os.replace(tmp, d)
     log(f"  realistic models: written in {time.perf_counter() - t0:.0f}s ({d})")
     return d
@@ -159,6 +179,11 @@ def source_image(path: Path) -> Path:
     return path
 
 
+#: a model call alone that takes longer than this (s, its first call after the warm-up) is timed
+#: HEAVY_CALLS times: the x2 frame enhancer's 26 s, a face editor's 10 s
+HEAVY_S, HEAVY_CALLS = 5.0, 3
+
+
 def time_alone(overrides: dict[str, str], clip: Path, threads: int, *, calls: int = 9,
                models: bool = False) -> dict[str, Any]:
     """:func:`time_alone_here` in a fresh process: nothing else runs in it, and what it loads goes
@@ -184,8 +209,10 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     ``threads`` intra-op threads, on the first face of the middle frame of ``clip``: ONNX
     Runtime's own time per call, median of ``calls`` after one warm-up. Per *call*, like the
     render's counts (``LoadedModels.named_sessions``): a pixel-boosted swap of one face makes
-    n² calls, and the bound multiplies by the calls the render made. ``models``: return
-    ``{"ms": those figures, "models": each session's manifest entry}``."""
+    n² calls, and the bound multiplies by the calls the render made. A step's helper models (a
+    face editor's five, fran's FairFace: ``<step>-<need>``) are timed per call within its calls.
+    A call that takes over :data:`HEAVY_S` is timed ``HEAVY_CALLS`` times, not ``calls``.
+    ``models``: return ``{"ms": those figures, "models": each session's manifest entry}``."""
     import numpy as np
 
     from render.models.load import load_models
@@ -195,7 +222,7 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
 
     cfg = load_config({**overrides, "execution.threads": str(threads)}, env={})
     loaded = load_models(cfg)
-    frame = _middle_frame(clip)
+    frame, number = _middle_frame(clip)
     faces = loaded.detector.detect(frame)
     if not faces:
         raise RuntimeError(f"the detector finds no face in the middle frame of {clip}")
@@ -205,10 +232,11 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
     name_of = {id(lazy): name for name, lazy in sessions.items()}
     work = {"detect": lambda: loaded.detector.detect(frame),
             "embed": lambda: loaded.embedder.embed(frame, face)}
+    points = loaded.landmarks.face(frame, face).landmarks if loaded.landmarks is not None else None
     for proc in loaded.face_steps:
-        m = align.estimate(face.kps, proc.template, proc.size)
-        crop = align.warp(frame, m, proc.size)[None]
-        work[proc.name] = lambda run=proc.bind(source), crop=crop: run(crop)
+        work[proc.name] = face_models.face_call(
+            proc, source, frame, face, identity=lambda: loaded.embedder.embed(frame, face),
+            landmarks=points, clip=clip, number=number)
     if loaded.face_steps:                   # the masks on the first face step's crop
         first = loaded.face_steps[0]
         m = align.estimate(face.kps, first.template, first.size)
@@ -225,20 +253,30 @@ def time_alone_here(overrides: dict[str, str], clip: Path, threads: int, *, call
             work[proc.name] = lambda proc=proc, tiles=tiles: proc.enhance_tiles(tiles)
         elif getattr(proc, "matte", ""):    # a background remover: one frame's matte
             work[proc.name] = lambda proc=proc: proc.matte_of(frame)
+    helpers = {p.name: [f"{p.name}-{k}" for k in p.model.needs]
+               for p in loaded.processors if p.model is not None}
     out: dict[str, float] = {}
     for name, fn in work.items():
         lazy = sessions[name]
+        own = {h: sessions[h] for h in helpers.get(name, ()) if h in sessions and h not in work}
         fn()                                   # warm-up: session creation, first-call allocations
-        walls, runs = [], []
-        for _ in range(calls):
-            lazy.run_seconds, lazy.calls = 0.0, 0
+        walls, runs, helper_runs = [], [], {h: [] for h in own}
+        heavy = False
+        while len(runs) < (min(calls, HEAVY_CALLS) if heavy else calls):
+            for s in (lazy, *own.values()):
+                s.run_seconds, s.calls = 0.0, 0
             t0 = time.perf_counter()
             fn()
             n = max(lazy.calls, 1)
+            heavy = heavy or time.perf_counter() - t0 > HEAVY_S
             walls.append((time.perf_counter() - t0) / n)
             runs.append(lazy.run_seconds / n)
+            for h, s in own.items():
+                if s.calls:
+                    helper_runs[h].append(s.run_seconds / s.calls)
         out[name] = statistics.median(runs) * 1000.0                 # ONNX Runtime's own time
         out[f"{name}_with_pre_post"] = statistics.median(walls) * 1000.0
+        out.update({h: statistics.median(v) * 1000.0 for h, v in helper_runs.items() if v})
     if models:
         return {"ms": out, "models": {k: e.name for k, e in loaded.named_entries().items()}}
     return out
@@ -253,10 +291,13 @@ def _middle_frame(clip: Path):
 
     info = probe(clip)
     t = (info.duration or 1.0) / 2
+    if info.frame_count and info.frame_count < 2:   # a seek into a one-frame clip finds none
+        t = 0.0                                      # its only frame
     raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", f"{t:.3f}", "-i", str(clip),
                           "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "bgr24", "pipe:1"],
                          capture_output=True, check=True).stdout
-    return np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).copy()
+    frame = np.frombuffer(raw, np.uint8).reshape(info.height, info.width, 3).copy()
+    return frame, int(t * float(info.fps or 25))
 
 
 def bound(alone_ms: dict[str, float], calls_per_frame: dict[str, float], floor_ms: float

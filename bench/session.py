@@ -57,7 +57,8 @@ class Bench:
         # and each clip's probe is cached once (cache_dir/probe is keyed by the target)
         clip = clip or self.clips.get("720p") or next(iter(self.clips.values()))
         key = "|".join([models, str(clip.path)] + [f"{k}={(ov or {}).get(k, '')}" for k in
-                                   ("profile", "swap.precision", "enhance.enabled", "detect.model")])
+                                   ("profile", "swap.precision", "enhance.enabled", "detect.model",
+                                    "processors")])
         if key in self.warmed:
             return
         ov = dict(ov or self.overrides_for(models), trim="0-1")   # 1 s fills every cache
@@ -153,7 +154,8 @@ class Bench:
     def real(self, name: str, real_source: Path) -> Case:
         """A realistic-cost case, each run followed by the models timed alone, and its compute bound."""
         args = self.args
-        res = "1080p" if "1080p" in name else "720p"
+        clip, _ = realistic.case_clip(name, args.real_seconds,
+                                      getattr(args, "real_seconds_given", True))
         ov = realistic.case_settings(name)
         ov.update({"execution.providers": args.providers, "progress": "off",
                    "source": str(real_source), "models.dir": str(self.model_dirs["real"])})
@@ -162,9 +164,11 @@ class Bench:
         ov.update(kv.split("=", 1) for kv in args.set)
         floor_ov = dict(ov, **{k: realistic.EQUAL_SETTINGS[k] for k in
                                ("encode.codec", "encode.preset", "encode.crf")})
-        case = Case(name, f"photo-{res}", "real", floor=True, overrides=ov, floor_overrides=floor_ov,
+        case = Case(name, clip, "real", floor=True, overrides=ov, floor_overrides=floor_ov,
                     note=f"{name}: " + " ".join(f"{k}={v}" for k, v in ov.items()
-                                                if k not in ("source", "models.dir", "progress")))
+                                                if k not in ("source", "models.dir", "progress"))
+                    + (f" ({realistic.face_models.CASES[name].why})"
+                       if name in realistic.face_models.CASES else ""))
         alone_ov = dict(ov, cache_dir=str(self.envs["real"].cache))
 
         def after(c: Case, alone_ov: dict[str, str] = alone_ov) -> None:
