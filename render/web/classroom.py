@@ -34,7 +34,7 @@ from .accounts import Accounts, User
 from .db import Database
 from .errors import Refused, disk_full, not_found, out_of_space
 from .settings import ClassSettings
-from .extras import available, extra_settings, result_suffix, unavailable
+from . import extras
 from .picks import check_second
 from .uploads import FaceFinder, Received, check_source, check_target, result_extension
 from .views import classroom_meta, iso as _iso, job_view, ts as _ts
@@ -64,7 +64,7 @@ class Classroom:
         self._snapshot: tuple[float, list[Job], dict[str, int]] | None = None
         self._snapshot_lock = threading.Lock()
         self._waits: dict[str, float | None] = {}
-        self._extras: tuple[float, list[str]] | None = None
+        self.offer = extras.Offer(cfg, overrides, EXTRAS_S)
 
     def ensure(self) -> None:
         for d in (self.state, self.incoming, self.folders):
@@ -77,14 +77,10 @@ class Classroom:
     def settings(self) -> ClassSettings:
         return class_settings.load(self.db)
 
-    def extras(self) -> list[str]:
-        """What a student may add here (upscale, background): those whose model is in place.
-        Read from the models folder at most every EXTRAS_S (it reads the manifests), so the
-        pages' settings stay quick; a model fetched meanwhile shows within that time."""
-        now = time.monotonic()
-        if self._extras is None or now - self._extras[0] > EXTRAS_S:
-            self._extras = (now, available(self.cfg))
-        return list(self._extras[1])
+    def extras(self, profile: str | None = None) -> list[str]:
+        """What a student may add here with ``profile`` (None: with one of the allowed ones):
+        the extras whose models are in place (render.web.extras.Offer)."""
+        return self.offer.offered([profile] if profile else self.settings().allowed_profiles)
 
     def save_settings(self, values: Mapping[str, Any]) -> ClassSettings:
         try:
@@ -195,9 +191,7 @@ class Classroom:
                                    f"{', '.join(settings.allowed_profiles)})")
             if fields.get("consent", "").lower() not in ("yes", "on", "true", "1"):
                 raise Refused(422, f"tick the consent box: \"{CONSENT}\"")
-            missing = unavailable(fields, self.extras())
-            if missing:
-                raise Refused(422, missing)
+            asked = extras.read(received, self.offer, profile)
             for name in ("source", "target"):
                 f = received.files.get(name)
                 if f is None:
@@ -207,6 +201,7 @@ class Classroom:
             source, target = received.files["source"], received.files["target"]
             target_info, target_ext = check_target(target.path, target.name,
                                                    settings.max_clip_seconds)
+            extras.check(asked, received, target_info.is_image, settings.max_clip_seconds)
             _, source_ext = check_source(source.path, source.name, self.faces,
                                          {"profile": profile})
             second = check_second(received, target, target_info, self.faces,
@@ -219,16 +214,15 @@ class Classroom:
             os.replace(target.path, target_path)
             stored = [("source", source.name, source_path, source.bytes, {}),
                       ("target", target.name, target_path, target.bytes, {}),
-                      *(second.store(folder) if second else [])]
+                      *(second.store(folder) if second else []), *asked.store(folder)]
             fsync_dir(folder)
             suffix = ".png" if target_info.is_image else result_extension(target.name, target_ext)
-            output = folder / "out" / ("result" + result_suffix(fields, target_info.is_image,
-                                                                suffix))
+            output = folder / "out" / ("result" + asked.suffix(target_info.is_image, suffix))
             job_settings = {"profile": profile,
                             **(second.settings(source_path) if second else
                                {"source": str(source_path)}),
                             "target": str(target_path), "output": str(output),
-                            **extra_settings(fields, profile)}
+                            **asked.settings(profile)}
             try:
                 validate(job_settings, [])
             except RenderError as exc:

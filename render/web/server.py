@@ -34,6 +34,7 @@ from .accounts import (COOKIE, SESSION_MAX_S, PasswordRejected, Session, SignInR
                        check_new_password, same_secret)
 from .classroom import CONSENT, Classroom
 from .errors import Refused, disk_full, out_of_space
+from .extras import ranges
 from .pages import STATIC, add_pages
 from .results import add_result_routes
 from .sheets import add_review_routes
@@ -280,6 +281,9 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
         data = classroom.settings().to_dict()
         data["consent_statement"] = CONSENT
         data["extras"] = classroom.extras()
+        #: the extras each allowed profile can have (a landmarker may differ between profiles)
+        data["extras_by_profile"] = classroom.offer.by_profile(data["allowed_profiles"])
+        data["extra_ranges"] = ranges()
         if c.user.teacher:
             data["profiles"] = profile_names()
         return data
@@ -328,6 +332,15 @@ def create_app(classroom: Classroom, *, maintenance_s: float = 600.0) -> FastAPI
                                          "description": "remove the background: the result "
                                                         "is a WebM (a PNG for a picture) with "
                                                         "alpha"},
+                          "expression": {"type": "string", "example": "yes", "description":
+                                         "the target's expression back: yes or 0..100"},
+                          "age": {"type": "integer", "minimum": -100, "maximum": 100,
+                                  "description": "older (+) or younger (-); 0: unchanged"},
+                          "voice": {"type": "string", "format": "binary", "description":
+                                    "a voice (audio, or video with sound) the lips move to"},
+                          "voice_mix": {"type": "string", "enum": ["replace", "mix"],
+                                        "description": "the sound: the voice, or it over the "
+                                                       "clip's (mix)"},
                           "source2": {"type": "string", "format": "binary",
                                       "description": "optional: a second photo (checked as "
                                                      "the source is)"},

@@ -40,8 +40,9 @@ from .errors import Refused, disk_full, out_of_space
 
 log = logging.getLogger(__name__)
 
-FILE_FIELDS = ("source", "target", "source2")
-TEXT_FIELDS = ("profile", "consent", "upscale", "background", "source2_is", "pick1", "pick2")
+FILE_FIELDS = ("source", "target", "source2", "voice")
+TEXT_FIELDS = ("profile", "consent", "upscale", "background", "source2_is", "pick1", "pick2",
+               "expression", "age", "voice_mix", "mouth")
 TEXT_MAX = 4096                 # bytes of one text field
 OVERHEAD = 64 * 1024            # multipart headers and text fields on top of the files
 DRAIN_MAX = 64 * 1024 * 1024    # a refused body is read (and dropped) up to this much, so that the

@@ -70,12 +70,15 @@ def job_view(job: Job, *, order: Mapping[str, int], retention: int, output: Path
         "phase": phase,
         "submitted": job.submitted,
         "profile": job.settings.get("profile"),
+        #: what was asked beside the swap: "upscale", "age +30", "expression kept", ...
         "extras": describe_extras(job.settings),
         "source": c.get("source"),
         "target": c.get("target"),
         #: whose faces it puts in: "2 photos of one person", "2 people" (None: one photo)
         "mode": people(job.settings, c),
         "source2": c.get("source2"),
+        #: the voice the lips move to (lip sync): {file, name, bytes, seconds}
+        "voice": c.get("voice"),
         #: a second person: the faces clicked on the target, as the renderer's references
         "references": [c[k] for k in ("reference1", "reference2") if isinstance(c.get(k), dict)],
         "consent": bool((meta.get("consent") or {}).get("given")),

@@ -65,10 +65,12 @@ def _labels(settings: Mapping[str, str], uploads: Mapping[str, Any]) -> dict[str
     roles = {"target": f"'{_name(uploads.get('target'), 'your video')}'",
              "source": f"'{_name(uploads.get('source'), 'your photo')}'",
              "source2": f"'{_name(uploads.get('source2'), 'your second photo')}'",
+             "voice": f"'{_name(uploads.get('voice'), 'your voice')}'",
              "reference1": "the face you clicked for the first photo",
              "reference2": "the face you clicked for the second photo",
              "faces": "the faces you clicked"}
-    paths = [settings.get("target", ""), *str(settings.get("source", "")).split(","),
+    paths = [settings.get("target", ""), settings.get("lip_sync.audio", ""),
+             *str(settings.get("source", "")).split(","),
              *(p for entry in _map_paths(settings.get("select.map", "")) for p in entry)]
     if Path(settings.get("select.map", "")).suffix.lower() in (".yaml", ".yml"):
         paths.append(settings["select.map"])

@@ -11,7 +11,35 @@
   // the form is wired before the settings arrive, so an early click is never a plain GET
   const settingsCall = C.api("GET", "/api/settings");
   const profile = document.getElementById("profile");
-  let extras = [];
+  let settings = { extras: [], extras_by_profile: {} };
+  const $ = (id) => document.getElementById(id);
+  // the extras the chosen profile can have (a model may be there for one profile only)
+  const offered = () => (settings.extras_by_profile || {})[profile.value] || settings.extras || [];
+  const ageWords = (v) => (v > 0 ? `+${v} (older)` : v < 0 ? `${v} (younger)` : "0 (unchanged)");
+  function showExtras() {
+    const on = offered();
+    for (const extra of ["upscale", "background", "mouth"]) $(extra).closest("label").hidden = !on.includes(extra);
+    for (const extra of ["expression", "age", "voice"]) $(`${extra}-box`).hidden = !on.includes(extra);
+    $("extras").hidden = on.length === 0;
+    $("expression-factor-box").hidden = !$("expression").checked;
+    $("expression-factor-text").textContent = `${$("expression-factor").value} %`;
+    $("age-text").textContent = ageWords(Number($("age").value));
+    $("voice-mix-box").hidden = !$("voice").files.length;
+  }
+  for (const id of ["expression", "expression-factor", "age", "voice", "profile"])
+    $(id).addEventListener(id === "voice" || id === "profile" || id === "expression" ? "change" : "input", showExtras);
+  // what the form asks for beside the swap: only the extras shown
+  function appendExtras(data) {
+    const on = offered();
+    for (const extra of ["upscale", "background", "mouth"])
+      if (on.includes(extra)) data.append(extra, $(extra).checked ? "yes" : "no");
+    if (on.includes("expression") && $("expression").checked) data.append("expression", $("expression-factor").value);
+    if (on.includes("age") && $("age").value !== "0") data.append("age", $("age").value);
+    if (on.includes("voice") && $("voice").files.length) {
+      data.append("voice", $("voice").files[0]);
+      data.append("voice_mix", $("voice-mix").checked ? "mix" : "replace");
+    }
+  }
 
   // The upload goes through XMLHttpRequest: fetch cannot report upload progress.
   const form = document.getElementById("submit-form");
@@ -26,8 +54,7 @@
     const data = new FormData();
     data.append("profile", profile.value);
     data.append("consent", document.getElementById("consent").checked ? "yes" : "no");
-    for (const extra of extras)
-      data.append(extra, document.getElementById(extra).checked ? "yes" : "no");
+    appendExtras(data);
     data.append("source", document.getElementById("source").files[0]);
     data.append("target", document.getElementById("target").files[0]);
     Picker.append(data);
@@ -46,6 +73,7 @@
         C.say(message, "queued", "ok");
         form.reset();
         Picker.reset();
+        showExtras();
         refresh();
       } else {
         C.say(message, (answer && answer.detail) || `the server answered ${request.status}`, "error");
@@ -63,13 +91,15 @@
     request.send(data);
   });
 
-  const settings = await settingsCall;
+  settings = await settingsCall;
   for (const name of settings.allowed_profiles) profile.append(C.el("option", { value: name }, name));
   document.getElementById("consent-text").textContent = settings.consent_statement;
-  extras = settings.extras || [];
-  for (const extra of ["upscale", "background"])
-    document.getElementById(extra).closest("label").hidden = !extras.includes(extra);
-  document.getElementById("extras").hidden = extras.length === 0;
+  for (const [field, range] of Object.entries(settings.extra_ranges || {})) {
+    const slider = $(field === "expression" ? "expression-factor" : field);
+    Object.assign(slider, { min: range.min, max: range.max });
+    slider.defaultValue = slider.value = range.default;
+  }
+  showExtras();
   document.getElementById("limits").textContent =
     `Limits: ${settings.max_upload_mb} MiB per file, clips up to ${settings.max_clip_seconds} s, ` +
     `${settings.max_queued_jobs} job(s) queued at once; results are kept ${settings.retention_days} days.`;
@@ -88,6 +118,7 @@
     const files = C.el("td", { class: "files" }, ...C.faces(job),
       C.el("div", {}, "into: ", job.target ? C.name(job.target.name, `/api/files/${job.target.file}`) : "?"));
     if (job.mode) files.append(C.el("div", { class: "muted mode" }, job.mode));
+    if (job.voice) files.append(C.el("div", {}, "voice: ", C.name(job.voice.name, `/api/files/${job.voice.file}`)));
     const actions = C.el("td", { class: "actions" });
     const what = label(job);
     if (job.output) {

@@ -23,6 +23,7 @@
     if (job.source) files.append(...C.faces(job));
     if (job.target) files.append(C.el("div", {}, "into: ", C.name(job.target.name, `/api/files/${job.target.file}`)));
     if (job.mode) files.append(C.el("div", { class: "muted mode" }, job.mode));
+    if (job.voice) files.append(C.el("div", {}, "voice: ", C.name(job.voice.name, `/api/files/${job.voice.file}`)));
     if (!job.classroom) files.append(C.el("span", { class: "muted" }, "(render submit)"));
     const actions = C.el("td", { class: "actions" });
     if (job.output) actions.append(C.el("a", { class: "button download", href: job.output }, "Result"));
@@ -47,7 +48,7 @@
     if (job.review) status.append(C.verdict(job.review));
     return C.el("tr", { class: "job", "data-id": job.id, "data-state": job.state, "data-owner": job.owner },
       C.el("td", { class: "owner" }, job.owner), C.el("td", {}, C.when(job.submitted)), files,
-      C.el("td", {}, job.profile || ""), status, actions);
+      C.el("td", {}, [job.profile || "", ...(job.extras || [])].join(" + ")), status, actions);
   }
 
   function showStatus(status) {
