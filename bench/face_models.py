@@ -20,6 +20,8 @@ eye/lip retargeters, stitcher    ~0           < 1           idem: MLPs, the stan
 fran                             1786.3       120           ``bench/age_costs.py``, at 1024 px
 fairface                         7.3          81            idem: ResNet-34, 224 px
 fan_68_5                         ~0                         a tiny MLP (68 points from the 5)
+wav2lip_gan_96                   7.9          138           ``bench/lip_sync_costs.py``: Wav2Lip
+kim_vocal_2 (voice extractor)    not counted                once a render, over the whole track
 ================================ ============ ============= ======================================
 
 The cases (FaceFusion's settings, ``realistic.EQUAL_SETTINGS``, with the processors below):
@@ -32,18 +34,17 @@ The cases (FaceFusion's settings, ``realistic.EQUAL_SETTINGS``, with the process
   fan_68_5): the swap (349 GFLOP) and LivePortrait's four calls (1309 GFLOP) a face, about
   1.66 TFLOP a frame;
 * ``real-720p-age``: ``processors=swap,age_modifier`` with fran, direction 20: the swap, FairFace
-  (7.3) and fran (1786), about 2.14 TFLOP a frame.
+  (7.3) and fran (1786), about 2.14 TFLOP a frame;
+* ``real-720p-expression``: ``processors=swap,expression``: the swap and LivePortrait's feature
+  extractor, motion extractor twice and generator (1321 GFLOP) a face, about 1.67 TFLOP a frame;
+* ``real-720p-lip-sync``: ``processors=swap,lip_sync`` (Wav2Lip GAN on the clip's own audio, the
+  voice extracted once): the swap and Wav2Lip (7.9), about 357 GFLOP a frame.
 
-The last two default to 4 frames (0.16 s of the clip, :data:`CASES`' ``seconds``), as the x2
-frame enhancer's case defaults to 2: at 1.7 to 2.1 TFLOP a frame a CPU takes 10 s or more a
-frame, so the 2-s clip would take 10 minutes or more a run, and a few frames measure the ratio
-to the bound as well (the per-call times are seconds, far above the per-render start-up).
-``--real-seconds`` overrides it.
-
-Adding a case is one :data:`CASES` line: the expression restorer runs on LivePortrait's files
-already written here (its ``needs_original`` crop is handed by :func:`face_call`); the lip syncer
-needs its stand-in written in :func:`write_face_models` and a :data:`COSTS` line too (its frame
-numbers and :func:`timeline` are handed already).
+The face editor's, the age modifier's and the expression restorer's cases default to 4 frames
+(0.16 s of the clip, :data:`CASES`' ``seconds``), as the x2 frame enhancer's case defaults to 2:
+at 1.7 to 2.1 TFLOP a frame a CPU takes 10 s or more a frame, so the 2-s clip would take 10
+minutes or more a run, and a few frames measure the ratio to the bound as well (the per-call
+times are seconds, far above the per-render start-up). ``--real-seconds`` overrides it.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from bench import age_costs, deep_swap_costs, live_portrait_costs
+from bench import age_costs, deep_swap_costs, lip_sync_costs, live_portrait_costs
 
 #: the deep swapper's model: DeepFaceLab's default architecture at FaceFusion's commonest side,
 #: as the shipped default model's entry name
@@ -74,6 +75,7 @@ COSTS: dict[str, tuple[float, float]] = {
        if 2 * count().macs / 1e9 >= 0.05},
     "fran": _cost(age_costs.fran(1024)),
     "fairface": _cost(age_costs.fairface()),
+    "wav2lip_gan_96": _cost(lip_sync_costs.wav2lip()),
 }
 
 
@@ -93,6 +95,14 @@ CASES: dict[str, FaceCase] = {
         {"processors": "swap,face_editor", "face_editor.mouth_smile": "0.5",
          "face_editor.eye_open_ratio": "0.5"}, seconds=0.16,
         why="1.66 TFLOP a frame, LivePortrait 1.3 a face: 4 frames unless --real-seconds"),
+    "real-720p-expression": FaceCase(
+        {"processors": "swap,expression"}, seconds=0.16,
+        why="1.67 TFLOP a frame (swap 349 + LivePortrait 1.32 a face): 4 frames unless "
+            "--real-seconds"),
+    "real-720p-lip-sync": FaceCase(
+        {"processors": "swap,lip_sync", "lip_sync.model": "wav2lip_gan_96"},
+        why="357 GFLOP a frame (swap 349 + Wav2Lip 7.9, the voice extracted once a render): "
+            "the clip's default length"),
     "real-720p-age": FaceCase(
         {"processors": "swap,age_modifier", "age_modifier.model": "fran",
          "age_modifier.direction": "20"}, seconds=0.16,
@@ -173,6 +183,7 @@ def write_face_models(d: Path) -> dict[str, dict[str, Any]]:
     from render.standins.age_modifiers import write_age_modifiers
     from render.standins.deep_swap import entry as dfm_entry, make_dfm
     from render.standins.face_editor import write_live_portrait
+    from render.standins.lip_sync import write_lip_sync_models
 
     gflops, weights = COSTS[DFM_MODEL]
     make_dfm(d / f"{DFM_MODEL}.dfm", side=DFM_ARCHI.resolution, mode="tint", gflops=gflops,
@@ -187,6 +198,7 @@ def write_face_models(d: Path) -> dict[str, dict[str, Any]]:
     doc["models"].update(entries)
     manifest.write_text(yaml.safe_dump(doc, sort_keys=False))
     entries.update(write_age_modifiers(d))           # adds its entries to the manifest itself
+    entries.update(write_lip_sync_models(d, ("wav2lip_gan_96", "kim_vocal_2")))   # likewise
     doc = yaml.safe_load(manifest.read_text())
     for name, (gflops, weights) in COSTS.items():
         if name != DFM_MODEL:
