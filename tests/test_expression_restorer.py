@@ -19,7 +19,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 import pytest
 import yaml
 
@@ -45,6 +44,7 @@ from render.standins.frame_enhancers import entry as enhancer_entry
 from render.standins.frame_enhancers import make_frame_enhancer
 
 from conftest import run_cli
+from live_portrait_checks import Recorder, prepared
 from schedules import on_every_schedule
 
 # -- FaceFusion's rows (§3), as text --------------------------------------------------------------
@@ -55,13 +55,6 @@ BOTH = ("upper-face", "lower-face")
 
 def rows(text: str) -> set[int]:
     return {int(r) for r in text.split(",")}
-
-
-def prepared(crop: np.ndarray) -> np.ndarray:
-    """The extractors' input: 2 × 2 blocks averaged with rounding, RGB, / 255, NCHW."""
-    side = crop.shape[0] // 2
-    blocks = crop.astype(np.int64).reshape(side, 2, side, 2, 3).sum(axis=(1, 3))
-    return (((blocks + 2) // 4)[:, :, ::-1] / 255.0).transpose(2, 0, 1)[None]
 
 
 def rotation(pitch: float, yaw: float, roll: float) -> np.ndarray:
@@ -118,19 +111,6 @@ def _crop(seed: int, colour: tuple[int, int, int]) -> np.ndarray:
 
 
 # -- the processor, one call at a time, its models' feeds recorded --------------------------------
-class Recorder:
-    """The part of a session the processor uses, recording each call's feeds."""
-
-    def __init__(self, path: Path) -> None:
-        self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        self.providers = ["CPUExecutionProvider"]
-        self.feeds: list[dict] = []
-
-    def run(self, feeds: dict) -> list:
-        self.feeds.append({k: np.array(v) for k, v in feeds.items()})
-        return self.session.run(None, feeds)
-
-
 def _restorer(d: Path, entries: dict, **options) -> tuple[ExpressionRestorer, dict]:
     recorders = {name: Recorder(d / e["file"]) for name, e in entries.items()}
 

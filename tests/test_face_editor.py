@@ -18,7 +18,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 import pytest
 import yaml
 
@@ -37,6 +36,7 @@ from render.standins import face_editor as standin
 from render.standins import media, quality
 
 from conftest import run_cli
+from live_portrait_checks import Recorder, prepared
 from schedules import on_every_schedule
 
 # -- FaceFusion's table (§6), as text -------------------------------------------------------------
@@ -91,26 +91,7 @@ def limited(original: tuple[float, ...], wanted: list[float]) -> list[float]:
     return out
 
 
-def prepared(crop: np.ndarray) -> np.ndarray:
-    """The extractors' input: 2 × 2 blocks averaged with rounding, RGB, / 255, NCHW."""
-    blocks = crop.astype(np.int64).reshape(256, 2, 256, 2, 3).sum(axis=(1, 3))
-    return (((blocks + 2) // 4)[:, :, ::-1] / 255.0).transpose(2, 0, 1)[None]
-
-
 # -- the processor, one call at a time, its models' feeds recorded --------------------------------
-class Recorder:
-    """The part of a session the processor uses, recording each call's feeds."""
-
-    def __init__(self, path: Path) -> None:
-        self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        self.providers = ["CPUExecutionProvider"]
-        self.feeds: list[dict] = []
-
-    def run(self, feeds: dict) -> list:
-        self.feeds.append({k: np.array(v) for k, v in feeds.items()})
-        return self.session.run(None, feeds)
-
-
 def _editor(d: Path, entries: dict, **values: float) -> tuple[FaceEditorProcessor, dict]:
     recorders = {name: Recorder(d / e["file"]) for name, e in entries.items()}
 
