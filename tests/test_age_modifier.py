@@ -26,7 +26,7 @@ from render.faces.types import Face
 from render.masks.occlusion import OcclusionMask
 from render.model_handle import ModelEntry, ProcessorModel
 from render.processors.age_modifier import PROCESSOR
-from render.processors.age_modifier.colour import match_frame_colour
+from render.processors.colour_match import match_frame_color
 from render.processors.age_modifier.fairface import AgeClassifier
 from render.processors.age_modifier.fran import FranAgeModifier
 from render.processors.age_modifier.styleganex import StyleganexAgeModifier, model_crops
@@ -282,7 +282,7 @@ def test_the_colour_match_takes_the_crops_colour_at_the_coarsest_scale_only():
     crop = _texture(512, 512, 12, sigma=20.0)
     detail = (_texture(512, 512, 13, sigma=1.0).astype(int) - 128) // 4
     result = np.clip(crop.astype(int) + 25 + detail, 0, 255).astype(np.uint8)
-    out = match_frame_colour(crop, result).astype(int)
+    out = match_frame_color(crop, result).astype(int)
     assert abs((out - crop).mean()) < 1.6
     kept = out - crop
     assert np.corrcoef(kept.ravel(), detail.ravel())[0, 1] > 0.95

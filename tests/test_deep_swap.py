@@ -21,7 +21,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 import pytest
 import yaml
 
@@ -33,15 +32,15 @@ from render.files import sha256_file
 from render.model_handle import ModelEntry, ProcessorModel
 from render.processors.base import Source
 from render.processors.deep_swap import PROCESSOR
-from render.processors.deep_swap.colour_match import histogram_agreement, match_frame_color
+from render.processors.colour_match import histogram_agreement, match_frame_color
 from render.processors.deep_swap.swapper import DeepSwapper
 from render.report import report_path
-from render.sessions import LazySession
 from render import standins
 from render.standins import media
 from render.standins.deep_swap import DISC_IN, DISC_OUT, disc, make_dfm, write_dfm_models
 
 from conftest import run_cli
+from recording import RecordingSession
 from schedules import on_every_schedule
 
 SIDE = 224
@@ -99,19 +98,6 @@ def _textured(seed: int, n: int = 1) -> np.ndarray:
 
 
 # -- the processor, one call at a time -------------------------------------------------------------
-class _Lazy(LazySession):
-    """A CPU session that records what it was fed."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(lambda: ort.InferenceSession(str(path),
-                                                      providers=["CPUExecutionProvider"]))
-        self.feeds: list[dict] = []
-
-    def run(self, feeds):
-        self.feeds.append(feeds)
-        return super().run(feeds)
-
-
 def _swapper(tmp: Path, *, input_size: int = SIDE, morph_option: int = 100,
              **spec) -> DeepSwapper:
     path = tmp / f"dfm-{len(list(tmp.glob('*.dfm')))}.dfm"
@@ -120,7 +106,7 @@ def _swapper(tmp: Path, *, input_size: int = SIDE, morph_option: int = 100,
                        licence="test", commercial_use=False, contract="swapper-dfm",
                        template="dfl_whole_face", input_size=input_size)
     return DeepSwapper(PROCESSOR.step("dfm", morph=morph_option),
-                       ProcessorModel(entry, path, _Lazy(path), tmp))
+                       ProcessorModel(entry, path, RecordingSession(path), tmp))
 
 
 def _bound(proc: DeepSwapper):
@@ -310,7 +296,7 @@ def test_a_first_fetch_pins_a_dfm_by_its_crc32_and_the_render_loads_it(tmp_path,
     assert pinned.sha256 == sha256_file(data_path)
     proc = DeepSwapper(PROCESSOR.step("iperov_elon_musk_224"),
                        ProcessorModel(pinned, models / pinned.file,
-                                      _Lazy(models / pinned.file), tmp_path))
+                                      RecordingSession(models / pinned.file), tmp_path))
     assert _bound(proc)(_textured(2)).shape == (1, SIDE, SIDE, 4)
 
 

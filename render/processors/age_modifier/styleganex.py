@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import geometry
-from .colour import match_frame_colour
+from ..colour_match import match_frame_color
 from .modifier import AgeModifier, to_input
 
 #: the crop the stage cuts and pastes back, and its side (FaceFusion's ``256 * 4``)
@@ -72,5 +72,5 @@ class StyleganexAgeModifier(AgeModifier):
             y = self.lazy.run(self.feed({"target": to_input(face, 0.5, 0.5),
                                          "target_with_background": to_input(extended, 0.5, 0.5),
                                          "direction": direction}))[0]
-            out.append(match_frame_colour(crop, to_crop(np.asarray(y)[0], crop.shape[0])))
+            out.append(match_frame_color(crop, to_crop(np.asarray(y)[0], crop.shape[0])))
         return np.stack(out)

@@ -5,7 +5,7 @@ face. The identity is in the model, so the render's source image does not change
 
 This module is the processor's declaration; the class lives beside it (``swapper.py``), the
 model's contract (input, outputs, its mask) in ``dfm.py``, FaceFusion's conditional colour match
-in ``colour_match.py``.
+in ``render/processors/colour_match.py``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The deep swapper as a face processor: the crop (``dfl_whole_face`` at the manifest's
 ``input_size``, which the graph's ``in_face:0`` must agree with), the DFM model run over it
-(``dfm.py``), FaceFusion's conditional colour match on the raw crop (``colour_match.py``) and the
+(``dfm.py``), FaceFusion's conditional colour match on the raw crop (``../colour_match.py``) and the
 model's own paste mask handed to the face stage (``own_mask``).
 
 The masks as FaceFusion's deep swapper takes them: the box mask with ``mask.padding`` and the
@@ -18,7 +18,7 @@ from ...errors import ConfigError, ModelError
 from ...model_handle import ProcessorModel
 from ..base import FaceProcessor, Source
 from ..spec import Step
-from .colour_match import conditional_match
+from ..colour_match import conditional_match
 from .dfm import FACE_INPUT, MORPH_INPUT, DfmGraph, face_output, model_input, paste_mask, \
     read_graph
 

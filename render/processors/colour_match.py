@@ -1,15 +1,19 @@
-"""FaceFusion's conditional colour match (``vision.py`` ``conditional_match_frame_color``; §2.5 of
-``shared/docs/facefusion-processors.md``), as its deep swapper applies it to each swapped crop:
-the swapped face's low frequencies are moved to the raw crop's, by as much as the two crops'
-hue-saturation histograms correlate.
+"""FaceFusion's colour match of a face crop (``vision.py``; §2.5 of
+``shared/docs/facefusion-processors.md``), shared by the processors that apply it: the deep
+swapper's conditional one (:func:`conditional_match`) and StyleGANEX's unconditional one in the
+age modifier (:func:`match_frame_color`). The result keeps its detail but takes the crop's
+colour at coarse scales.
 
-- ``match_frame_color(raw, swapped)``: for sides s = 16 + k·(S − 16)/3, k = 0, 1, 2 (each rounded
-  to an even number, Python's round), ``raw`` becomes ``swapped + cubic(area(raw, s) −
-  area(swapped, s))``, clipped and truncated to uint8, the next pass starting from that; the
-  last pass's result is returned (FaceFusion's final full-size pass gives it back unchanged);
-- the factor f = (correlation of the two crops' 2-D HSV histograms, 50 hue × 60 saturation
-  bins, + 1) / 2;
-- the result: ``addWeighted(swapped, 1 − f, matched, f)`` (uint8, rounded).
+- ``match_frame_color(source, target)``: for sides s = 16 + k·(S − 16)/3, k = 0, 1, 2 (each
+  rounded to an even number, Python's round, as FaceFusion's ``normalize_resolution``),
+  ``source`` becomes ``target + cubic(area(source, s) − area(target, s))``, clipped and truncated
+  to uint8, the next pass starting from that; then one pass at full size. Only the first pass
+  sees the crop; the later ones start from the last corrected result, whose difference to the
+  target is already smooth, so the net effect is the target moved by the crop's difference to it
+  as 16 × 16 blocks see it. ``source`` may have any side;
+- the conditional factor f = (correlation of the two crops' 2-D HSV histograms, 50 hue × 60
+  saturation bins, + 1) / 2, and the result ``addWeighted(swapped, 1 − f, matched, f)`` (uint8,
+  rounded).
 """
 from __future__ import annotations
 
@@ -31,8 +35,7 @@ def _equalize(source: np.ndarray, target: np.ndarray, side: int) -> np.ndarray:
 
 
 def match_frame_color(source: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``target``'s colours moved to ``source``'s at three coarse scales (both uint8 BGR, the
-    same square size)."""
+    """``target`` (square BGR uint8) with the colour of ``source`` (BGR uint8, any side)."""
     for side in np.linspace(16, target.shape[0], 3, endpoint=False):
         source = _equalize(source, target, _even(float(side)))
     return _equalize(source, target, target.shape[0])
