@@ -21,7 +21,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import onnxruntime as ort
 import pytest
 import yaml
 
@@ -35,13 +34,13 @@ from render.processors.lip_sync import PROCESSOR
 from render.processors.lip_sync.edtalk import EdTalkSyncer
 from render.processors.lip_sync.wav2lip import Wav2LipSyncer
 from render.report import report_path
-from render.sessions import LazySession
 from render import standins
 from render.standins import media, quality
 from render.standins.lip_sync import make_edtalk, make_wav2lip, write_lip_sync_models
 from render.standins.readback import probe_counts, read_frames
 
 from conftest import run_cli
+from recording import RecordingSession
 from schedules import on_every_schedule
 from test_lip_sync_audio import _voice, ff_frames, ff_mel, ff_prepare_frame
 
@@ -77,19 +76,6 @@ def level(mel: np.ndarray) -> int:
 
 
 # -- the processors, one call at a time -----------------------------------------------------------
-class _Lazy(LazySession):
-    """A CPU session that records what it was fed."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(lambda: ort.InferenceSession(str(path),
-                                                      providers=["CPUExecutionProvider"]))
-        self.feeds: list[dict] = []
-
-    def run(self, feeds):
-        self.feeds.append(feeds)
-        return super().run(feeds)
-
-
 def _processor(tmp: Path, kind: type, voice: Path, cache: Path | None = None, **options):
     path = tmp / f"{kind.__name__}.onnx"
     (make_wav2lip if kind is Wav2LipSyncer else make_edtalk)(path)
@@ -98,7 +84,7 @@ def _processor(tmp: Path, kind: type, voice: Path, cache: Path | None = None, **
                        urls=(), licence="test", commercial_use=False, contract=contract,
                        template="ffhq_512", input_size=96 if kind is Wav2LipSyncer else 256)
     step = PROCESSOR.step("syncer", audio=str(voice), voice_extractor="off", **options)
-    return kind(step, ProcessorModel(entry, path, _Lazy(path), cache or tmp / "cache"))
+    return kind(step, ProcessorModel(entry, path, RecordingSession(path), cache or tmp / "cache"))
 
 
 def _placed_face(seed: int, shape=(217, 333)) -> tuple[np.ndarray, Face]:
